@@ -1,0 +1,53 @@
+/* lookback public C API.
+ *
+ * A program built with -finstrument-functions is traced by liblookback without
+ * any call to this API. These functions let a program (or another front-end,
+ * such as a JVM agent) record explicitly, ask for dumps, and name thread-local
+ * tracing state. All are safe to call from any thread; none throws.
+ */
+#ifndef LOOKBACK_LOOKBACK_H_
+#define LOOKBACK_LOOKBACK_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOKBACK_NO_INSTRUMENT __attribute__((no_instrument_function))
+
+/* A function key names what was entered: a native code address, or a method
+ * id of a managed runtime made with LB_METHOD_KEY. Keys must be < 2^56. */
+#define LB_METHOD_KEY(id) ((uint64_t)1 << 55 | (uint64_t)(uint32_t)(id))
+
+/* Record an entry/exit of `key` on the calling thread (the hook front-end's
+ * path, for front-ends that are not compiler hooks). */
+void lb_enter(uint64_t key) LOOKBACK_NO_INSTRUMENT;
+void lb_exit(uint64_t key) LOOKBACK_NO_INSTRUMENT;
+
+/* Give a non-native key a name for dumps (e.g. "void com.example.A.run()"). */
+int lb_set_key_name(uint64_t key, const char* name) LOOKBACK_NO_INSTRUMENT;
+
+/* Ask lookback's control thread to write a dump of every ring now. Returns at
+ * once: 0 if the request was queued, -1 if lookback is not running. */
+int lb_dump(const char* reason) LOOKBACK_NO_INSTRUMENT;
+
+/* Same, but wait until the dump is written (or failed). On success returns 0
+ * and copies the dump's path into path_out (if not NULL); on failure returns
+ * -1 and copies the error message. Blocks only the calling thread. */
+int lb_dump_sync(const char* reason, char* path_out, size_t path_len) LOOKBACK_NO_INSTRUMENT;
+
+/* Turn tracing off/on for the calling thread. Turning it back on records a
+ * RESUME marker so decoders do not pair calls across the gap. */
+void lb_thread_disable(void) LOOKBACK_NO_INSTRUMENT;
+void lb_thread_enable(void) LOOKBACK_NO_INSTRUMENT;
+
+/* 1 if the calling thread is recording now. */
+int lb_thread_is_tracing(void) LOOKBACK_NO_INSTRUMENT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOKBACK_LOOKBACK_H_ */

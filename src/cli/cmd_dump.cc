@@ -1,0 +1,92 @@
+// lookback dump PID: ask a running traced process for a dump over its
+// control socket ("\0lookback-<pid>", see src/runtime/control.cc).
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "cli/commands.h"
+#include "runtime/config.h"
+
+namespace lookback::cli {
+namespace {
+
+struct DumpOptions {
+  int pid = 0;
+  std::string reason = "lookback dump";
+  double timeout_s = 60;
+  std::string signal;
+};
+
+int Run(const DumpOptions& o) {
+  if (o.pid <= 0) return Fail("PID must be a positive process id"), kExitUsage;
+  if (!o.signal.empty()) {
+    int sig = 0;
+    if (!rt::ParseSignal(o.signal, &sig) || sig == 0) return Fail("--signal '" + o.signal + "' is not a signal"), kExitUsage;
+    if (kill(o.pid, sig) != 0) return Fail("cannot signal process " + std::to_string(o.pid) + ": " + strerror(errno)), kExitError;
+    fprintf(stderr, "lookback: sent %s to %d; the dump appears in its dump directory\n", strsignal(sig), o.pid);
+    return kExitOk;
+  }
+  for (char c : o.reason) {
+    if (c == '\n') return Fail("--reason must be one line"), kExitUsage;
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Fail(std::string("socket: ") + strerror(errno)), kExitError;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string name = "lookback-" + std::to_string(o.pid);
+  memcpy(addr.sun_path + 1, name.data(), name.size());
+  const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    close(fd);
+    return Fail("process " + std::to_string(o.pid) +
+                " has no lookback control socket: it is not running, not traced (built with "
+                "-finstrument-functions and run under lookback record or linked with liblookback), "
+                "or has not reached its first traced function yet"),
+           kExitError;
+  }
+  const std::string req = "DUMP " + o.reason + "\n";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return Fail(std::string("cannot send the request: ") + strerror(errno)), kExitError;
+  }
+  std::string reply;
+  char buf[512];
+  const int timeout_ms = static_cast<int>(o.timeout_s * 1000);
+  while (reply.find('\n') == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    const int n = poll(&p, 1, timeout_ms);
+    if (n == 0) {
+      close(fd);
+      return Fail("no answer from process " + std::to_string(o.pid) + " within " + std::to_string(o.timeout_s) + " s"), kExitError;
+    }
+    const ssize_t r = n > 0 ? read(fd, buf, sizeof buf) : -1;
+    if (r <= 0) break;
+    reply.append(buf, static_cast<size_t>(r));
+  }
+  close(fd);
+  if (reply.rfind("OK ", 0) == 0) {
+    printf("%s", reply.substr(3).c_str());
+    return kExitOk;
+  }
+  if (reply.rfind("ERR ", 0) == 0) return Fail("process " + std::to_string(o.pid) + ": " + reply.substr(4, reply.size() - 5)), kExitError;
+  return Fail("process " + std::to_string(o.pid) + " closed the connection without an answer"), kExitError;
+}
+
+}  // namespace
+
+Runner SetupDump(CLI::App* sub) {
+  auto o = std::make_shared<DumpOptions>();
+  sub->add_option("pid", o->pid, "Process id of the traced program")->required();
+  sub->add_option("--reason", o->reason, "Why: stored in the dump")->capture_default_str();
+  sub->add_option("--timeout", o->timeout_s, "Seconds to wait for the dump to be written")->capture_default_str();
+  sub->add_option("--signal", o->signal, "Send this signal instead of using the control socket");
+  return [o] { return Run(*o); };
+}
+
+}  // namespace lookback::cli

@@ -1,0 +1,59 @@
+// lookback events DUMP: the decoded event stream, one tab-separated line per
+// entry or exit: tid, CLOCK_MONOTONIC ns, ENTER|EXIT|RESUME, key, name.
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "format/reader.h"
+#include "model/clock_model.h"
+#include "model/decoder.h"
+#include "symbolize/symbolizer.h"
+
+namespace lookback::cli {
+namespace {
+
+struct EventsOptions {
+  std::string path;
+  std::string thread;
+  bool no_names = false;
+};
+
+int Run(const EventsOptions& o) {
+  auto r = format::Dump::Open(o.path);
+  if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
+  const format::Dump& d = r.value();
+  const model::ClockModel clock(d.clock);
+  symbolize::Symbolizer sym(d);
+  bool matched = false;
+  std::string out;
+  for (const auto& t : d.threads) {
+    if (!o.thread.empty() && o.thread != std::to_string(t.tid) && o.thread != t.name) continue;
+    matched = true;
+    model::DecodeThread(d, t, [&](const model::Event& e) {
+      const char* kind = e.kind == model::EventKind::kEnter ? "ENTER" : e.kind == model::EventKind::kExit ? "EXIT" : "RESUME";
+      fmt::format_to(std::back_inserter(out), "{}\t{}\t{}\t{:#x}\t{}\n", t.tid,
+                     e.kind == model::EventKind::kResume ? 0 : clock.MonotonicNs(e.tsc), kind, e.key,
+                     o.no_names || e.kind == model::EventKind::kResume ? "" : sym.Name(e.key));
+      if (out.size() > (1u << 20)) {
+        fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+      }
+    });
+  }
+  fwrite(out.data(), 1, out.size(), stdout);
+  if (!o.thread.empty() && !matched) return Fail("no thread '" + o.thread + "' in " + o.path), kExitError;
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner SetupEvents(CLI::App* sub) {
+  auto o = std::make_shared<EventsOptions>();
+  sub->add_option("dump", o->path, "A .lbk dump file")->required();
+  sub->add_option("--thread", o->thread, "Only this thread (tid or name)");
+  sub->add_flag("--no-names", o->no_names, "Skip symbolization (faster)");
+  return [o] { return Run(*o); };
+}
+
+}  // namespace lookback::cli

@@ -1,0 +1,125 @@
+// lookback info DUMP: what a dump holds, and where each thread was when it
+// was taken.
+#include <ctime>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "format/reader.h"
+#include "model/clock_model.h"
+#include "model/decoder.h"
+#include "symbolize/symbolizer.h"
+
+namespace lookback::cli {
+namespace {
+
+struct InfoOptions {
+  std::string path;
+  int depth = 8;
+};
+
+std::string HumanNs(double ns) {
+  if (ns < 1e3) return fmt::format("{:.0f} ns", ns);
+  if (ns < 1e6) return fmt::format("{:.1f} us", ns / 1e3);
+  if (ns < 1e9) return fmt::format("{:.1f} ms", ns / 1e6);
+  return fmt::format("{:.2f} s", ns / 1e9);
+}
+
+std::string HumanBytes(uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return fmt::format("{} GiB", b >> 30);
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b >= (1ull << 10) && b % (1ull << 10) == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
+}
+
+std::string LocalTime(uint64_t realtime_ns) {
+  time_t secs = static_cast<time_t>(realtime_ns / 1000000000ull);
+  struct tm tm;
+  localtime_r(&secs, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}", buf, static_cast<int>((realtime_ns / 1000000ull) % 1000));
+}
+
+int Run(const InfoOptions& o) {
+  auto r = format::Dump::Open(o.path);
+  if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
+  const format::Dump& d = r.value();
+  const model::ClockModel clock(d.clock);
+  symbolize::Symbolizer sym(d);
+  std::string cmdline = d.process.cmdline;
+  for (auto& c : cmdline) c = c == '\0' ? ' ' : c;
+
+  fmt::print("lookback dump {}\n", o.path);
+  fmt::print("  format        version {} (min reader {}), {}\n", d.version, format::kMinReaderVersion,
+             (d.features & format::kFeatureX86Tsc) ? "x86 TSC timestamps" : "unknown clock");
+  fmt::print("  process       {} (pid {}, parent {})\n", d.process.name, d.process.pid, d.process.ppid);
+  fmt::print("  executable    {}\n", d.process.exe);
+  fmt::print("  command line  {}\n", cmdline);
+  fmt::print("  reason        {}\n", d.process.reason);
+  fmt::print("  written       {} (dump #{} of this process)\n", LocalTime(d.process.dump_realtime_ns), d.process.dump_seq);
+  if (clock.valid()) {
+    fmt::print("  clock         TSC {:.4f} GHz, calibrated against CLOCK_MONOTONIC over {}, +/- {:.2f} ppm\n",
+               clock.TscGhz(), HumanNs(static_cast<double>(d.clock.ns)), d.clock.uncertainty_ppb / 1000.0);
+  } else {
+    fmt::print("  clock         not calibrated: times are shown in ticks\n");
+  }
+  fmt::print("  rings         {} per thread; {} thread(s) in this dump; not traced: {} (memory cap), {} (--threads); "
+             "exited rings reclaimed: {}\n",
+             HumanBytes(d.stats.buffer_bytes), d.threads.size(), d.stats.untraced_memory, d.stats.untraced_pattern,
+             d.stats.reclaimed);
+  if (d.stats.invalid_keys) fmt::print("  invalid keys  {} dropped\n", d.stats.invalid_keys);
+  fmt::print("  modules       {}\n", d.modules.size());
+  for (const auto& w : d.warnings) fmt::print("  warning       {}\n", w.ToString());
+  for (const auto& p : sym.problems()) fmt::print("  symbols       {}\n", p);
+
+  fmt::print("\n  {:>8}  {:<16} {:>10} {:>10} {:>10} {:>10}  {}\n", "TID", "NAME", "RECORDS", "EVENTS", "LOST", "SPAN", "STATE");
+  struct Where {
+    uint32_t tid;
+    std::string name;
+    std::vector<model::CallMatcher::Open> stack;
+  };
+  std::vector<Where> wheres;
+  for (const auto& t : d.threads) {
+    model::CallMatcher m;
+    uint64_t first = 0, last = 0;
+    auto st = model::DecodeThread(d, t, [&](const model::Event& e) {
+      if (e.kind == model::EventKind::kResume) return;
+      if (first == 0) first = e.tsc;
+      last = e.tsc;
+      m.OnEvent(e, [](const model::Frame&) {});
+    });
+    std::string state = (t.flags & format::kThreadExited) ? "exited" : "running";
+    if (t.flags & format::kThreadWrapped) state += ", ring wrapped";
+    if (st.undecodable_prefix) state += fmt::format(", {} undecodable", st.undecodable_prefix);
+    if (m.stats().unwound) state += fmt::format(", {} missing exits repaired", m.stats().unwound);
+    fmt::print("  {:>8}  {:<16} {:>10} {:>10} {:>10} {:>10}  {}\n", t.tid, t.name, t.record_count, st.events, t.lost,
+               first ? HumanNs(clock.TicksToNs(last - first)) : "-", state);
+    wheres.push_back({t.tid, t.name, m.stack()});
+  }
+  fmt::print("\nWhere each thread was when the dump was taken (innermost last):\n");
+  for (const auto& w : wheres) {
+    fmt::print("  {} {}:{}\n", w.tid, w.name, w.stack.empty() ? " (no open call in the window)" : "");
+    const size_t n = w.stack.size();
+    const size_t from = n > static_cast<size_t>(o.depth) ? n - static_cast<size_t>(o.depth) : 0;
+    if (from > 0) fmt::print("      ... {} outer frame(s)\n", from);
+    for (size_t i = from; i < n; ++i) {
+      const auto& s = sym.Lookup(w.stack[i].key);
+      std::string where = s.file.empty() ? "" : fmt::format("  ({}:{})", s.file.substr(s.file.rfind('/') + 1), s.line);
+      fmt::print("    {}{}{}\n", std::string(2 * (i - from), ' '), s.name, where);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner SetupInfo(CLI::App* sub) {
+  auto o = std::make_shared<InfoOptions>();
+  sub->add_option("dump", o->path, "A .lbk dump file")->required();
+  sub->add_option("--depth", o->depth, "Innermost frames shown per thread")->capture_default_str();
+  return [o] { return Run(*o); };
+}
+
+}  // namespace lookback::cli

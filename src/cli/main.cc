@@ -1,0 +1,59 @@
+// lookback command-line entry point: an explicit table of subcommands.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace lookback::cli {
+
+void Fail(const std::string& message) { fprintf(stderr, "lookback: %s\n", message.c_str()); }
+
+namespace {
+struct Command {
+  const char* name;
+  const char* help;
+  SetupFn setup;
+};
+const Command kCommands[] = {
+    {"record", "Run a program with the recorder preloaded; dumps land in --dir", SetupRecord},
+    {"dump", "Ask a running traced process to write a dump now", SetupDump},
+    {"info", "Show what a dump holds: process, threads, clock, where each thread was", SetupInfo},
+    {"events", "Print a dump's decoded entry/exit events, one per line", SetupEvents},
+};
+}  // namespace
+
+}  // namespace lookback::cli
+
+int main(int argc, char** argv) {
+  using namespace lookback::cli;
+  CLI::App app{"lookback: always-on method tracing, dumped just in time", "lookback"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "lookback 0.1.0 (dump format 1)");
+  Runner runner;
+  for (const auto& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    Runner r = c.setup(sub);
+    sub->callback([r, &runner] { runner = r; });
+  }
+  // `lookback record [opts] -- prog args`: CLI11 would give everything after
+  // "--" to the top-level app; record's prefix mode already stops at the
+  // program's name, so the separator is dropped here.
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 takes them reversed
+  if (argc > 1 && std::string(argv[1]) == "record") {
+    for (auto it = args.rbegin(); it != args.rend(); ++it) {
+      if (*it == "--") {
+        args.erase(std::next(it).base());
+        break;
+      }
+    }
+  }
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  return runner ? runner() : kExitUsage;
+}

@@ -1,0 +1,248 @@
+#include "format/reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace lookback::format {
+namespace {
+
+// Bounds-checked little-endian cursor over [begin, end) of the file.
+class Cursor {
+ public:
+  Cursor(std::span<const uint8_t> file, uint64_t begin, uint64_t end) : file_(file), pos_(begin), end_(end) {}
+  bool U16(uint16_t* v) { return Int(v, 2); }
+  bool U32(uint32_t* v) { return Int(v, 4); }
+  bool U64(uint64_t* v) { return Int(v, 8); }
+  bool String(std::string* s, const char* what) {
+    uint32_t n = 0;
+    const uint64_t at = pos_;
+    if (!U32(&n)) return false;
+    if (n > kMaxStringBytes || n > end_ - pos_) {
+      Fail(std::string(what) + ": string length " + std::to_string(n) + " runs past its section", at);
+      return false;
+    }
+    s->assign(reinterpret_cast<const char*>(file_.data() + pos_), n);
+    pos_ += n;
+    return true;
+  }
+  bool Skip(uint64_t n) {
+    if (n > end_ - pos_) return Fail("unexpected end of section", pos_);
+    pos_ += n;
+    return true;
+  }
+  uint64_t pos() const { return pos_; }
+  uint64_t remaining() const { return end_ - pos_; }
+  bool failed() const { return failed_; }
+  const Error& error() const { return error_; }
+  bool Fail(std::string msg, uint64_t at) {
+    if (!failed_) {
+      failed_ = true;
+      error_ = {std::move(msg), at};
+    }
+    return false;
+  }
+
+ private:
+  template <class T>
+  bool Int(T* v, unsigned n) {
+    if (failed_) return false;
+    if (n > end_ - pos_) return Fail("unexpected end of section", pos_);
+    uint64_t x = 0;
+    for (unsigned i = 0; i < n; ++i) x |= uint64_t{file_[pos_ + i]} << (8 * i);
+    *v = static_cast<T>(x);
+    pos_ += n;
+    return true;
+  }
+  std::span<const uint8_t> file_;
+  uint64_t pos_, end_;
+  bool failed_ = false;
+  Error error_;
+};
+
+}  // namespace
+
+std::string Error::ToString() const { return message + " (at byte offset " + std::to_string(offset) + ")"; }
+
+std::string HexBuildId(const std::string& raw) {
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : raw) {
+    s.push_back(kHex[c >> 4]);
+    s.push_back(kHex[c & 15]);
+  }
+  return s;
+}
+
+uint64_t Dump::Record(const ThreadInfo& t, uint64_t i) const {
+  uint64_t v;
+  memcpy(&v, bytes_.data() + t.records_offset + i * 8, 8);  // validated at parse time
+  return v;
+}
+
+Result<Dump> Dump::Open(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error{"cannot open '" + path + "': " + strerror(errno), 0};
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return Error{"'" + path + "' is not a regular file", 0};
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    close(fd);
+    return Error{"'" + path + "' is empty: not a lookback dump", 0};
+  }
+  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return Error{"cannot map '" + path + "': " + strerror(errno), 0};
+  std::shared_ptr<void> mapping(p, [size](void* q) { munmap(q, size); });
+  Result<Dump> r = Parse({static_cast<const uint8_t*>(p), size});
+  if (r.ok()) r.value().mapping_ = std::move(mapping);
+  return r;
+}
+
+Result<Dump> Dump::Parse(std::span<const uint8_t> bytes) {
+  Dump d;
+  d.bytes_ = bytes;
+  if (bytes.size() < kFileHeaderSize) {
+    if (bytes.size() >= 8 && memcmp(bytes.data(), kMagic, 8) == 0)
+      return Error{"truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the 64-byte header", 0};
+    return Error{"not a lookback dump (too short, no LOOKBACK magic)", 0};
+  }
+  if (memcmp(bytes.data(), kMagic, 8) != 0) return Error{"not a lookback dump (no LOOKBACK magic)", 0};
+  Cursor h(bytes, 8, kFileHeaderSize);
+  uint16_t version = 0, min_reader = 0;
+  uint32_t header_size = 0, section_count_untrusted = 0, reserved = 0;
+  uint64_t features = 0, file_size_untrusted = 0;
+  h.U16(&version);
+  h.U16(&min_reader);
+  h.U32(&header_size);
+  h.U64(&features);
+  h.U32(&section_count_untrusted);
+  h.U32(&reserved);
+  h.U64(&file_size_untrusted);
+  if (min_reader > kDumpVersion)
+    return Error{"dump needs reader version " + std::to_string(min_reader) + "; this lookback reads up to " +
+                     std::to_string(kDumpVersion),
+                 kHdrMinReader};
+  if (header_size < kFileHeaderSize || header_size > bytes.size())
+    return Error{"bad header size " + std::to_string(header_size), kHdrHeaderSize};
+  if (file_size_untrusted == 0)
+    return Error{"dump was not finished (header has no size): written by a process that died mid-dump?",
+                 kHdrFileSize};
+  if (file_size_untrusted > bytes.size())
+    return Error{"truncated: header says " + std::to_string(file_size_untrusted) + " bytes, file has " +
+                     std::to_string(bytes.size()),
+                 kHdrFileSize};
+  if (file_size_untrusted < bytes.size())
+    d.warnings.push_back({std::to_string(bytes.size() - file_size_untrusted) + " trailing bytes after the dump",
+                          file_size_untrusted});
+  d.version = version;
+  d.features = features;
+  const uint64_t end = file_size_untrusted;
+  uint64_t off = header_size;
+  bool have_process = false, have_clock = false;
+  uint32_t seen = 0;
+  while (off < end) {
+    if (end - off < kSectionHeaderSize) return Error{"truncated section header", off};
+    Cursor sh(bytes, off, end);
+    uint32_t type = 0, flags = 0;
+    uint64_t size = 0;
+    sh.U32(&type);
+    sh.U32(&flags);
+    sh.U64(&size);
+    const uint64_t body = off + kSectionHeaderSize;
+    if (size > end - body) return Error{"section of type " + std::to_string(type) + " runs past the end of the file (size " + std::to_string(size) + ")", off};
+    const uint64_t body_end = body + size;
+    Cursor c(bytes, body, body_end);
+    switch (static_cast<SectionType>(type)) {
+      case SectionType::kProcess: {
+        ProcessInfo& p = d.process;
+        uint32_t pad;
+        c.U32(&p.pid), c.U32(&p.ppid), c.U32(&p.dump_seq), c.U32(&pad);
+        c.U64(&p.dump_tsc), c.U64(&p.dump_realtime_ns), c.U64(&p.dump_monotonic_ns);
+        c.String(&p.name, "process name") && c.String(&p.exe, "executable") && c.String(&p.cmdline, "command line") &&
+            c.String(&p.reason, "reason");
+        have_process = !c.failed();
+        break;
+      }
+      case SectionType::kClock: {
+        ClockInfo& k = d.clock;
+        c.U64(&k.ticks), c.U64(&k.ns), c.U64(&k.ref_tsc), c.U64(&k.ref_monotonic_ns), c.U64(&k.ref_realtime_ns);
+        c.U32(&k.tsc_low_bits), c.U32(&k.uncertainty_ppb);
+        if (!c.failed() && k.tsc_low_bits != kTscLowBits)
+          return Error{"unsupported timestamp truncation of " + std::to_string(k.tsc_low_bits) + " bits", body + 40};
+        have_clock = !c.failed();
+        break;
+      }
+      case SectionType::kModules: {
+        uint32_t n = 0;
+        c.U32(&n);
+        if (!c.failed() && n > c.remaining() / 28) return Error{"module count " + std::to_string(n) + " does not fit its section", body};
+        for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+          ModuleInfo m;
+          c.U64(&m.bias), c.U64(&m.lo), c.U64(&m.hi);
+          c.String(&m.build_id, "build id") && c.String(&m.path, "module path");
+          if (!c.failed()) d.modules.push_back(std::move(m));
+        }
+        break;
+      }
+      case SectionType::kThread: {
+        ThreadInfo t;
+        c.U32(&t.tid), c.U32(&t.flags);
+        c.U64(&t.capacity), c.U64(&t.first_index), c.U64(&t.record_count), c.U64(&t.lost);
+        c.U64(&t.start_tsc), c.U64(&t.exit_tsc), c.U64(&t.snapshot_tsc);
+        c.String(&t.name, "thread name");
+        if (c.failed()) break;
+        const uint64_t aligned = (c.pos() + 7) & ~uint64_t{7};
+        if (!c.Skip(aligned - c.pos())) break;
+        if (t.record_count > c.remaining() / 8) {
+          return Error{"thread " + std::to_string(t.tid) + " claims " + std::to_string(t.record_count) +
+                           " records but its section holds " + std::to_string(c.remaining() / 8),
+                       body + 16};
+        }
+        t.records_offset = c.pos();
+        d.threads.push_back(std::move(t));
+        break;
+      }
+      case SectionType::kNames: {
+        uint32_t n = 0;
+        c.U32(&n);
+        if (!c.failed() && n > c.remaining() / 12) return Error{"name count " + std::to_string(n) + " does not fit its section", body};
+        for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+          uint64_t key = 0;
+          std::string name;
+          c.U64(&key) && c.String(&name, "key name");
+          if (!c.failed()) d.names[key] = std::move(name);
+        }
+        break;
+      }
+      case SectionType::kStats: {
+        StatsInfo& s = d.stats;
+        c.U32(&s.untraced_memory), c.U32(&s.untraced_pattern), c.U32(&s.reclaimed), c.U32(&s.invalid_keys);
+        c.U64(&s.buffer_bytes);
+        break;
+      }
+      default:
+        d.warnings.push_back({"skipped unknown section type " + std::to_string(type), off});
+        break;
+    }
+    if (c.failed()) return Error{"section type " + std::to_string(type) + ": " + c.error().message, c.error().offset};
+    ++seen;
+    off = (body_end + 7) & ~uint64_t{7};
+  }
+  if (!have_process) return Error{"dump has no PROCESS section", header_size};
+  if (!have_clock) return Error{"dump has no CLOCK section", header_size};
+  if (seen != section_count_untrusted)
+    d.warnings.push_back({"header announces " + std::to_string(section_count_untrusted) + " sections, found " +
+                              std::to_string(seen),
+                          kHdrSectionCount});
+  return d;
+}
+
+}  // namespace lookback::format

@@ -1,0 +1,101 @@
+// Reader for .lbk dumps. A dump is untrusted input: every read is bounds
+// checked and every problem is reported with the byte offset where it was
+// found. Fields straight from the file that have not been validated carry an
+// `_untrusted` suffix.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "format/format.h"
+
+namespace lookback::format {
+
+struct Error {
+  std::string message;
+  uint64_t offset = 0;
+  std::string ToString() const;
+};
+
+template <class T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Error e) : v_(std::move(e)) {}      // NOLINT
+  bool ok() const { return v_.index() == 0; }
+  T& value() { return std::get<0>(v_); }
+  const T& value() const { return std::get<0>(v_); }
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+struct ProcessInfo {
+  uint32_t pid = 0, ppid = 0, dump_seq = 0;
+  uint64_t dump_tsc = 0, dump_realtime_ns = 0, dump_monotonic_ns = 0;
+  std::string name, exe, cmdline, reason;
+};
+
+struct ClockInfo {
+  uint64_t ticks = 0, ns = 0;  // calibration: ticks per ns = ticks / ns
+  uint64_t ref_tsc = 0, ref_monotonic_ns = 0, ref_realtime_ns = 0;
+  uint32_t tsc_low_bits = 0, uncertainty_ppb = 0;
+};
+
+struct ModuleInfo {
+  uint64_t bias = 0, lo = 0, hi = 0;
+  std::string build_id;  // raw bytes
+  std::string path;
+};
+
+struct ThreadInfo {
+  uint32_t tid = 0, flags = 0;
+  uint64_t capacity = 0, first_index = 0, record_count = 0, lost = 0;
+  uint64_t start_tsc = 0, exit_tsc = 0, snapshot_tsc = 0;
+  std::string name;
+  uint64_t records_offset = 0;  // file offset of the first record
+};
+
+struct StatsInfo {
+  uint32_t untraced_memory = 0, untraced_pattern = 0, reclaimed = 0, invalid_keys = 0;
+  uint64_t buffer_bytes = 0;
+};
+
+class Dump {
+ public:
+  // Maps and parses a file.
+  static Result<Dump> Open(const std::string& path);
+  // Parses bytes that outlive the Dump (the fuzzer's entry point).
+  static Result<Dump> Parse(std::span<const uint8_t> bytes);
+
+  uint16_t version = 0;
+  uint64_t features = 0;
+  ProcessInfo process;
+  ClockInfo clock;
+  std::vector<ModuleInfo> modules;
+  std::vector<ThreadInfo> threads;
+  std::map<uint64_t, std::string> names;
+  StatsInfo stats;
+  // Problems that did not stop parsing (unknown sections, trailing bytes...).
+  std::vector<Error> warnings;
+
+  // Record i (0-based within the thread's window); i < record_count.
+  uint64_t Record(const ThreadInfo& t, uint64_t i) const;
+  std::span<const uint8_t> bytes() const { return bytes_; }
+
+ private:
+  std::shared_ptr<void> mapping_;
+  std::span<const uint8_t> bytes_;
+};
+
+// Renders a build id as lowercase hex.
+std::string HexBuildId(const std::string& raw);
+
+}  // namespace lookback::format

@@ -1,0 +1,167 @@
+// Decoding a thread's ring window: full timestamps and keys from the 8-byte
+// records, then LIFO matching of entries and exits with repair.
+//
+// Streaming: DecodeThread walks records once (plus a bounded look-ahead for
+// the first EPOCH/FN_BASE) and CallMatcher keeps only the open call stack, so
+// memory is bounded by call depth, not by the number of events.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "format/reader.h"
+
+namespace lookback::model {
+
+enum class EventKind : uint8_t { kEnter, kExit, kResume };
+
+struct Event {
+  EventKind kind;
+  uint64_t tsc;    // full TSC (0 for kResume)
+  uint64_t key;    // full function key (0 for kResume)
+  uint64_t index;  // record index within the window
+};
+
+struct DecodeStats {
+  uint64_t records = 0;
+  uint64_t events = 0;
+  uint64_t undecodable_prefix = 0;  // events before the window's first usable EPOCH/FN_BASE
+  uint64_t unknown_records = 0;     // control kinds this reader does not know, or empty slots
+  uint64_t backwards = 0;           // events whose timestamp is below the previous one
+  uint64_t resumes = 0;
+};
+
+template <class Sink>
+DecodeStats DecodeThread(const format::Dump& dump, const format::ThreadInfo& t, Sink&& sink) {
+  using namespace format;
+  DecodeStats st;
+  const uint64_t n = t.record_count;
+  st.records = n;
+  // The state in force before the first announcement: EPOCH carries the
+  // distance back to the previous epoch, FN_BASE the previous base.
+  uint64_t epoch = ~uint64_t{0}, base = ~uint64_t{0};
+  bool epoch_found = false, base_found = false;
+  for (uint64_t i = 0; i < n && !(epoch_found && base_found); ++i) {
+    const uint64_t r = dump.Record(t, i);
+    if (IsEvent(r)) continue;
+    const auto kind = static_cast<ControlKind>(ControlKindOf(r));
+    if (kind == ControlKind::kEpoch && !epoch_found) {
+      epoch_found = true;
+      if (EpochDelta(r) != kEpochDeltaMax && EpochDelta(r) <= EpochValue(r)) epoch = EpochValue(r) - EpochDelta(r);
+    } else if (kind == ControlKind::kFnBase && !base_found) {
+      base_found = true;
+      if (FnBasePreviousKnown(r)) base = FnBasePrevious(r);
+    }
+  }
+  uint64_t last_tsc = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t r = dump.Record(t, i);
+    if (IsEvent(r)) {
+      if (epoch == ~uint64_t{0} || base == ~uint64_t{0}) {
+        ++st.undecodable_prefix;
+        continue;
+      }
+      const uint64_t tsc = (epoch << kTscLowBits) | EventTscLow(r);
+      if (tsc < last_tsc) ++st.backwards;
+      last_tsc = tsc;
+      ++st.events;
+      sink(Event{IsExit(r) ? EventKind::kExit : EventKind::kEnter, tsc, (base << 32) | EventKeyLow(r), i});
+      continue;
+    }
+    switch (static_cast<ControlKind>(ControlKindOf(r))) {
+      case ControlKind::kEpoch: epoch = EpochValue(r); break;
+      case ControlKind::kFnBase: base = FnBaseValue(r); break;
+      case ControlKind::kResume:
+        ++st.resumes;
+        sink(Event{EventKind::kResume, 0, 0, i});
+        break;
+      default: ++st.unknown_records; break;
+    }
+  }
+  return st;
+}
+
+enum FrameFlag : uint8_t {
+  kFrameStartCut = 1,  // entered before the window: starts at the window start
+  kFrameOpen = 2,      // still running at dump time: ends at the snapshot
+  kFrameUnwound = 4,   // its exit never came (exception, longjmp): ended by an outer exit
+};
+
+struct Frame {
+  uint64_t key;
+  uint64_t start_tsc, end_tsc;
+  uint32_t depth;  // 0 = outermost frame seen in the window
+  uint8_t flags;
+};
+
+struct MatchStats {
+  uint64_t frames = 0;
+  uint64_t start_cut = 0;  // exits whose entry was before the window
+  uint64_t unwound = 0;    // frames closed by an outer exit (missing exits repaired)
+  uint64_t open = 0;       // frames still open at dump time
+};
+
+// Pairs entries and exits (LIFO). Exits name their function, so a missing
+// exit (clang skips exit hooks while unwinding an exception; nobody gets
+// them on longjmp) is repaired when an outer frame's exit arrives. Frames
+// come out in order of their end.
+class CallMatcher {
+ public:
+  template <class Emit>
+  void OnEvent(const Event& e, Emit&& emit) {
+    if (window_start_ == 0 && e.kind != EventKind::kResume) window_start_ = e.tsc;
+    if (e.kind == EventKind::kEnter) {
+      stack_.push_back({e.key, e.tsc});
+      return;
+    }
+    if (e.kind != EventKind::kExit) return;
+    size_t at = stack_.size();
+    while (at > 0 && stack_[at - 1].key != e.key) --at;
+    if (at == 0) {
+      // Entered before the window (or entry lost): everything seen so far ran inside it.
+      ++stats_.start_cut;
+      ++stats_.frames;
+      emit(Frame{e.key, window_start_, e.tsc, 0, kFrameStartCut});
+      return;
+    }
+    while (stack_.size() > at) {  // frames whose exits never came
+      const Open o = stack_.back();
+      stack_.pop_back();
+      ++stats_.unwound;
+      ++stats_.frames;
+      emit(Frame{o.key, o.start_tsc, e.tsc, Depth(stack_.size()), kFrameUnwound});
+    }
+    const Open o = stack_.back();
+    stack_.pop_back();
+    ++stats_.frames;
+    emit(Frame{o.key, o.start_tsc, e.tsc, Depth(stack_.size()), 0});
+  }
+
+  // Closes every frame still open at `end_tsc` (the snapshot time).
+  template <class Emit>
+  void Finish(uint64_t end_tsc, Emit&& emit) {
+    while (!stack_.empty()) {
+      const Open o = stack_.back();
+      stack_.pop_back();
+      ++stats_.open;
+      ++stats_.frames;
+      emit(Frame{o.key, o.start_tsc, end_tsc, Depth(stack_.size()), kFrameOpen});
+    }
+  }
+
+  struct Open {
+    uint64_t key, start_tsc;
+  };
+  const std::vector<Open>& stack() const { return stack_; }
+  const MatchStats& stats() const { return stats_; }
+
+ private:
+  // Depth within the window's stack; frames cut at the window start are
+  // reported at depth 0 (their true depth is unknowable).
+  uint32_t Depth(size_t stack_index) const { return static_cast<uint32_t>(stack_index); }
+  std::vector<Open> stack_;
+  MatchStats stats_;
+  uint64_t window_start_ = 0;
+};
+
+}  // namespace lookback::model

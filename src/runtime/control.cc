@@ -1,0 +1,254 @@
+// lookback's control thread: the only place (besides lb_dump_sync and the
+// exit handler) that writes dumps, so traced threads never do that work.
+//
+// It sleeps in poll() on
+//   - an eventfd, written by lb_dump(), the dump signal's handler (write() is
+//     async-signal-safe) and exiting threads (retention);
+//   - a listening UNIX socket in the abstract namespace, "\0lookback-<pid>",
+//     for `lookback dump PID`. Only peers with our uid (or root) are served.
+// Protocol on the socket, one line each way:
+//   -> "DUMP <reason>\n"      <- "OK <path>\n" | "ERR <message>\n"
+//   -> "PING\n"               <- "OK <pid> <process name>\n"
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <string>
+
+#include "runtime/runtime.h"
+
+namespace lookback::rt {
+namespace {
+
+struct Control {
+  std::mutex m;  // guards `queue` and `started`
+  std::deque<std::string> queue;
+  bool started = false;
+  int wake_fd = -1;
+  int listen_fd = -1;
+};
+
+alignas(Control) unsigned char g_control_storage[sizeof(Control)];
+std::atomic<bool> g_control_constructed{false};
+std::atomic<int> g_wake_fd{-1};  // read by the signal handler
+std::atomic<bool> g_signal_pending{false};
+int g_dump_signal = 0;
+
+Control& C() {
+  if (!g_control_constructed.load(std::memory_order_acquire)) {
+    static std::mutex once;
+    std::lock_guard<std::mutex> lock(once);
+    if (!g_control_constructed.load(std::memory_order_relaxed)) {
+      new (g_control_storage) Control;
+      g_control_constructed.store(true, std::memory_order_release);
+    }
+  }
+  return *std::launder(reinterpret_cast<Control*>(g_control_storage));
+}
+
+std::string SocketName(uint32_t pid) { return "lookback-" + std::to_string(pid); }
+
+int OpenListenSocket(uint32_t pid) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string name = SocketName(pid);
+  memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract: leading NUL
+  const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 8) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads one line (up to 4 KiB) within `timeout_ms`.
+bool ReadLine(int fd, std::string* line, int timeout_ms) {
+  char buf[256];
+  while (line->size() < 4096) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return false;
+    line->append(buf, static_cast<size_t>(n));
+    size_t nl = line->find('\n');
+    if (nl != std::string::npos) {
+      line->resize(nl);
+      return true;
+    }
+  }
+  return false;
+}
+
+void WriteAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+void ServeClient(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
+    WriteAll(fd, "ERR permission denied: not the same user\n");
+    return;
+  }
+  std::string line;
+  if (!ReadLine(fd, &line, 2000)) return;
+  if (line == "PING") {
+    WriteAll(fd, "OK " + std::to_string(R().pid) + " " + R().process_name + "\n");
+  } else if (line.rfind("DUMP", 0) == 0) {
+    std::string reason = line.size() > 5 ? line.substr(5) : "lookback dump";
+    DumpOutcome out = WriteDump(reason);
+    WriteAll(fd, out.ok ? "OK " + out.path + "\n" : "ERR " + out.error + "\n");
+  } else {
+    WriteAll(fd, "ERR unknown request\n");
+  }
+}
+
+void* ControlMain(void*) {
+  MarkControlThread();
+  Control& c = C();
+  for (;;) {
+    pollfd fds[2] = {{c.wake_fd, POLLIN, 0}, {c.listen_fd, POLLIN, 0}};
+    const int n = poll(fds, c.listen_fd >= 0 ? 2 : 1, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return nullptr;
+    }
+    if (fds[0].revents & POLLIN) {
+      uint64_t v;
+      ssize_t ignored = read(c.wake_fd, &v, sizeof v);
+      (void)ignored;
+      std::deque<std::string> todo;
+      {
+        std::lock_guard<std::mutex> lock(c.m);
+        todo.swap(c.queue);
+      }
+      if (g_signal_pending.exchange(false)) todo.push_back("signal " + std::string(strsignal(g_dump_signal)));
+      for (const auto& reason : todo) WriteDump(reason);
+      std::lock_guard<std::mutex> lock(ControlMutex());
+      ReclaimExitedRings();
+    }
+    if (c.listen_fd >= 0 && (fds[1].revents & POLLIN)) {
+      int client = accept4(c.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client >= 0) {
+        ServeClient(client);
+        close(client);
+      }
+    }
+  }
+}
+
+void OnDumpSignal(int) {
+  const int saved = errno;
+  g_signal_pending.store(true);
+  const int fd = g_wake_fd.load();
+  if (fd >= 0) {
+    uint64_t one = 1;
+    ssize_t ignored = write(fd, &one, sizeof one);
+    (void)ignored;
+  }
+  errno = saved;
+}
+
+}  // namespace
+
+void EnsureControlThread() {
+  Control& c = C();
+  std::lock_guard<std::mutex> lock(c.m);
+  if (c.started) return;
+  c.started = true;
+  if (c.wake_fd < 0) c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  g_wake_fd.store(c.wake_fd);
+  c.listen_fd = OpenListenSocket(R().pid);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  // The control thread must not inherit signals meant for the program's threads.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t t;
+  const int rc = pthread_create(&t, &attr, ControlMain, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    c.started = false;
+    Say(std::string("cannot start the control thread: ") + strerror(rc) + "; dumps only at exit or via lb_dump_sync");
+    return;
+  }
+  pthread_setname_np(t, "lookback");
+}
+
+void WakeControlThread() {
+  const int fd = g_wake_fd.load();
+  if (fd < 0) return;
+  const int saved = errno;
+  uint64_t one = 1;
+  ssize_t ignored = write(fd, &one, sizeof one);
+  (void)ignored;
+  errno = saved;
+}
+
+int QueueDump(const char* reason) {
+  EnsureControlThread();
+  Control& c = C();
+  {
+    std::lock_guard<std::mutex> lock(c.m);
+    if (!c.started) return -1;
+    c.queue.emplace_back(reason);
+  }
+  WakeControlThread();
+  return 0;
+}
+
+void InstallDumpSignal() {
+  int sig = R().config.dump_signal;
+  if (sig == 0) return;
+  struct sigaction old{};
+  if (sig < 0) {  // default: SIGUSR2, unless the program already handles it
+    sig = SIGUSR2;
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;
+  }
+  g_dump_signal = sig;
+  struct sigaction sa{};
+  sa.sa_handler = OnDumpSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(sig, &sa, nullptr);
+  // The eventfd must exist before the first signal can arrive.
+  Control& c = C();
+  std::lock_guard<std::mutex> lock(c.m);
+  if (c.wake_fd < 0) c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  g_wake_fd.store(c.wake_fd);
+}
+
+void ResetControlAfterFork() {
+  // The control thread did not survive fork; the child gets its own on its
+  // first traced thread, with a socket named after the child's pid.
+  if (g_control_constructed.load()) {
+    Control& old = C();
+    if (old.listen_fd >= 0) close(old.listen_fd);  // bound to the parent's name
+    if (old.wake_fd >= 0) close(old.wake_fd);      // its counter is shared with the parent
+  }
+  g_control_constructed.store(false);
+  Control& c = C();
+  c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  g_wake_fd.store(c.wake_fd);
+}
+
+}  // namespace lookback::rt

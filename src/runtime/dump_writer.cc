@@ -1,0 +1,347 @@
+// Snapshot of the rings and the dump file (layout: src/format/FORMAT.md).
+//
+// A dump is written to DIR/.NAME.tmp (mode 0600, DIR created 0700), fsynced,
+// then renamed to DIR/NAME, so a watcher only ever sees complete files. On any
+// error the temporary file is removed and the error returned: nothing partial
+// is left behind.
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "format/encode.h"
+#include "runtime/runtime.h"
+
+namespace lookback::rt {
+
+uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
+  // Reader side of the ring protocol (hot_path.h). Records the owner may
+  // overwrite while we copy are those with index <= pos2 - capacity +
+  // kMaxSlotsPerPublish - 1 where pos2 is read after the copy: drop them.
+  const uint64_t cap = r.capacity;
+  const uint64_t end = __atomic_load_n(&r.pos, __ATOMIC_ACQUIRE);
+  uint64_t begin = end > cap ? end - cap : 0;
+  out->resize(end - begin);
+  for (uint64_t i = begin; i < end; ++i) (*out)[i - begin] = __atomic_load_n(&r.slots[i & r.mask], __ATOMIC_RELAXED);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const uint64_t pos2 = __atomic_load_n(&r.pos, __ATOMIC_RELAXED);
+  const uint64_t unsafe_below = pos2 + kMaxSlotsPerPublish > cap ? pos2 + kMaxSlotsPerPublish - cap : 0;
+  if (unsafe_below > begin) {
+    const uint64_t drop = std::min<uint64_t>(unsafe_below - begin, out->size());
+    out->erase(out->begin(), out->begin() + static_cast<ptrdiff_t>(drop));
+    begin += drop;
+  }
+  return begin;
+}
+
+namespace {
+
+using format::PutString;
+using format::PutU32;
+using format::PutU64;
+
+std::string ReadSmallFile(const char* path) {
+  std::string s;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return s;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0 && s.size() < (1u << 20)) s.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return s;
+}
+
+std::string ExePath() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+std::string ThreadName(uint32_t tid) {
+  std::string s = ReadSmallFile(("/proc/self/task/" + std::to_string(tid) + "/comm").c_str());
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+std::string ProcessName() {
+  std::string s = ReadSmallFile("/proc/self/comm");
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s.empty() ? "process" : s;
+}
+
+struct ModuleInfo {
+  uint64_t bias = 0, lo = ~uint64_t{0}, hi = 0;
+  std::string build_id, path;
+};
+
+int OnModule(dl_phdr_info* info, size_t, void* arg) {
+  auto* mods = static_cast<std::vector<ModuleInfo>*>(arg);
+  ModuleInfo m;
+  m.bias = info->dlpi_addr;
+  m.path = info->dlpi_name ? info->dlpi_name : "";
+  if (m.path.empty() && mods->empty()) m.path = ExePath();  // the main program comes first
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD) {
+      m.lo = std::min<uint64_t>(m.lo, m.bias + ph.p_vaddr);
+      m.hi = std::max<uint64_t>(m.hi, m.bias + ph.p_vaddr + ph.p_memsz);
+    } else if (ph.p_type == PT_NOTE && m.build_id.empty()) {
+      // Notes are mapped: walk them for NT_GNU_BUILD_ID.
+      const char* p = reinterpret_cast<const char*>(m.bias + ph.p_vaddr);
+      const char* end = p + ph.p_memsz;
+      while (p + sizeof(ElfW(Nhdr)) <= end) {
+        const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+        const char* name = p + sizeof(ElfW(Nhdr));
+        const char* desc = name + ((nh->n_namesz + 3) & ~3u);
+        if (desc + nh->n_descsz > end) break;
+        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+          m.build_id.assign(desc, nh->n_descsz);
+          break;
+        }
+        p = desc + ((nh->n_descsz + 3) & ~3u);
+      }
+    }
+  }
+  if (m.hi == 0) m.lo = 0;
+  mods->push_back(std::move(m));
+  return 0;
+}
+
+// Buffered writer over a file descriptor that remembers the first error.
+class FileSink {
+ public:
+  explicit FileSink(int fd) : fd_(fd) {}
+  void Write(const void* data, size_t n) {
+    if (error_ != 0) return;
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      ssize_t w = write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        error_ = w < 0 ? errno : ENOSPC;
+        return;
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+      written_ += static_cast<uint64_t>(w);
+    }
+  }
+  void Write(const std::string& s) { Write(s.data(), s.size()); }
+  int error() const { return error_; }
+  uint64_t written() const { return written_; }
+
+ private:
+  int fd_;
+  int error_ = 0;
+  uint64_t written_ = 0;
+};
+
+void WriteSection(FileSink* sink, format::SectionType type, std::string payload, uint32_t* count) {
+  const uint64_t size = payload.size();
+  format::PadTo8(&payload);
+  sink->Write(format::SectionHeader(type, size));
+  sink->Write(payload);
+  ++*count;
+}
+
+bool MakeDirs(const std::string& dir, std::string* error) {
+  std::string path;
+  size_t i = 0;
+  while (i <= dir.size()) {
+    size_t slash = dir.find('/', i);
+    if (slash == std::string::npos) slash = dir.size();
+    path = dir.substr(0, slash);
+    i = slash + 1;
+    if (path.empty()) continue;
+    if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+      *error = "cannot create dump directory '" + path + "': " + strerror(errno);
+      return false;
+    }
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *error = "dump directory '" + dir + "' is not a directory";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+DumpOutcome WriteDumpLocked(const std::string& reason) {
+  Runtime& rt = R();
+  DumpOutcome out;
+  const std::string& dir = rt.config.dir;
+  if (!MakeDirs(dir, &out.error)) return out;
+  if (rt.process_name.empty()) rt.process_name = ProcessName();
+  const uint32_t seq = rt.dump_seq.fetch_add(1) + 1;
+  const std::string name = rt.process_name + "-" + std::to_string(rt.pid) + "-" + std::to_string(seq) + ".lbk";
+  const std::string final_path = dir + "/" + name;
+  const std::string tmp_path = dir + "/." + name + ".tmp";
+  int fd = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    out.error = "cannot create '" + tmp_path + "': " + strerror(errno);
+    return out;
+  }
+  FileSink sink(fd);
+  sink.Write(std::string(format::kFileHeaderSize, '\0'));  // patched at the end
+  uint32_t sections = 0;
+
+  // Clock first: the dump-time reference pair, and a baseline of >= 10 ms
+  // for the TSC frequency (short runs wait out the rest: it is off the hot path).
+  ClockPair now = ReadClockPair();
+  if (now.mono_ns < rt.start_clock.mono_ns + 10000000ull) {
+    const uint64_t wait_ns = rt.start_clock.mono_ns + 10000000ull - now.mono_ns;
+    timespec ts{0, static_cast<long>(wait_ns)};
+    nanosleep(&ts, nullptr);
+    now = ReadClockPair();
+  }
+  const Calibration cal = Calibrate(rt.start_clock, now);
+
+  {
+    std::string p;
+    PutU32(&p, rt.pid);
+    PutU32(&p, static_cast<uint32_t>(getppid()));
+    PutU32(&p, seq);
+    PutU32(&p, 0);
+    PutU64(&p, now.tsc);
+    PutU64(&p, now.real_ns);
+    PutU64(&p, now.mono_ns);
+    PutString(&p, rt.process_name);
+    PutString(&p, ExePath());
+    std::string cmdline = ReadSmallFile("/proc/self/cmdline");
+    if (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+    PutString(&p, cmdline);
+    PutString(&p, reason);
+    WriteSection(&sink, format::SectionType::kProcess, std::move(p), &sections);
+  }
+  {
+    std::string p;
+    PutU64(&p, cal.ticks);
+    PutU64(&p, cal.ns);
+    PutU64(&p, now.tsc);
+    PutU64(&p, now.mono_ns);
+    PutU64(&p, now.real_ns);
+    PutU32(&p, format::kTscLowBits);
+    PutU32(&p, cal.uncertainty_ppb);
+    WriteSection(&sink, format::SectionType::kClock, std::move(p), &sections);
+  }
+  {
+    std::vector<ModuleInfo> mods;
+    dl_iterate_phdr(OnModule, &mods);
+    std::string p;
+    PutU32(&p, static_cast<uint32_t>(mods.size()));
+    for (const auto& m : mods) {
+      PutU64(&p, m.bias);
+      PutU64(&p, m.lo);
+      PutU64(&p, m.hi);
+      PutString(&p, m.build_id);
+      PutString(&p, m.path);
+    }
+    WriteSection(&sink, format::SectionType::kModules, std::move(p), &sections);
+  }
+  {
+    std::vector<std::pair<uint64_t, std::string>> names = KeyNames();
+    if (!names.empty()) {
+      std::string p;
+      PutU32(&p, static_cast<uint32_t>(names.size()));
+      for (const auto& [key, n] : names) {
+        PutU64(&p, key);
+        PutString(&p, n);
+      }
+      WriteSection(&sink, format::SectionType::kNames, std::move(p), &sections);
+    }
+  }
+  {
+    std::string p;
+    PutU32(&p, rt.stats.untraced_memory.load());
+    PutU32(&p, rt.stats.untraced_pattern.load());
+    PutU32(&p, rt.stats.reclaimed.load());
+    PutU32(&p, rt.stats.invalid_keys.load());
+    PutU64(&p, rt.config.buffer_bytes);
+    WriteSection(&sink, format::SectionType::kStats, std::move(p), &sections);
+  }
+
+  std::vector<uint64_t> records;
+  for (uint32_t i = 0; i < rt.registry_size && sink.error() == 0; ++i) {
+    Ring* r = rt.registry[i].load(std::memory_order_acquire);
+    if (r == nullptr) continue;
+    const bool exited = r->state.load(std::memory_order_acquire) == kRingExited;
+    const uint64_t first = SnapshotRing(*r, &records);
+    const uint64_t snap_tsc = __rdtsc();
+    std::string name_now = exited ? std::string(r->exit_name, strnlen(r->exit_name, sizeof r->exit_name))
+                                  : ThreadName(r->tid);
+    uint32_t flags = 0;
+    if (exited) flags |= format::kThreadExited;
+    if (first > 0) flags |= format::kThreadWrapped;
+    if (!exited) flags |= format::kThreadTracing;
+    if (r->tid == rt.pid) flags |= format::kThreadMain;
+    std::string p;
+    PutU32(&p, r->tid);
+    PutU32(&p, flags);
+    PutU64(&p, r->capacity);
+    PutU64(&p, first);
+    PutU64(&p, records.size());
+    PutU64(&p, first);  // records lost to overwriting before this window
+    PutU64(&p, r->start_tsc);
+    PutU64(&p, exited ? r->exit_tsc.load(std::memory_order_relaxed) : 0);
+    PutU64(&p, snap_tsc);
+    PutString(&p, name_now);
+    format::PadTo8(&p);
+    const uint64_t size = p.size() + records.size() * 8;
+    sink.Write(format::SectionHeader(format::SectionType::kThread, size));
+    sink.Write(p);
+    sink.Write(records.data(), records.size() * 8);  // x86-64 is little-endian: the slots are the bytes
+    ++sections;
+  }
+
+  // Header last, now that the size and section count are known.
+  std::string h;
+  h.append(format::kMagic, 8);
+  format::PutU16(&h, format::kDumpVersion);
+  format::PutU16(&h, format::kMinReaderVersion);
+  PutU32(&h, format::kFileHeaderSize);
+  PutU64(&h, format::kFeatureX86Tsc);
+  PutU32(&h, sections);
+  PutU32(&h, 0);
+  PutU64(&h, sink.written());
+  h.resize(format::kFileHeaderSize, '\0');
+  int err = sink.error();
+  if (err == 0 && pwrite(fd, h.data(), h.size(), 0) != static_cast<ssize_t>(h.size())) err = errno ? errno : EIO;
+  if (err == 0 && fsync(fd) != 0) err = errno;
+  if (close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && rename(tmp_path.c_str(), final_path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    unlink(tmp_path.c_str());
+    out.error = "cannot write dump '" + final_path + "': " + strerror(err);
+    return out;
+  }
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);  // make the rename itself durable
+    close(dfd);
+  }
+  out.ok = true;
+  out.path = final_path;
+  return out;
+}
+
+DumpOutcome WriteDump(const std::string& reason) {
+  DumpOutcome out;
+  {
+    std::lock_guard<std::mutex> lock(ControlMutex());
+    out = WriteDumpLocked(reason);
+  }
+  if (!out.ok) SayOnce(out.error + " (the program continues; no dump was kept)");
+  return out;
+}
+
+}  // namespace lookback::rt

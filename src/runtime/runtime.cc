@@ -1,0 +1,421 @@
+// Per-thread recorder state: thread setup on the first trace point, the slow
+// path of a record, thread exit, retention, fork, and the public C API.
+#include "runtime/runtime.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "lookback/lookback.h"
+
+using lookback::rt::Ring;
+
+// The ABI objects (hot_path.h).
+__thread Ring* lb_tls_ring __attribute__((tls_model("initial-exec"))) = &lb_sentinel_ring;
+Ring lb_sentinel_ring;  // pos == next_sync == 0: every use takes the slow path
+
+namespace lookback::rt {
+namespace {
+
+// Why the calling thread has no ring (only read when lb_tls_ring is not a ring).
+enum ThreadStatus : uint8_t {
+  kStatusNew = 0,      // never set up
+  kStatusTracing,      // has a ring
+  kStatusNotSelected,  // LOOKBACK_THREADS did not match its name
+  kStatusNoMemory,     // memory or thread cap
+  kStatusDisabled,     // lb_thread_disable / LOOKBACK_ENABLED=0
+  kStatusExited,       // past its exit hook
+  kStatusControl,      // lookback's own thread
+};
+
+__thread uint8_t tls_status __attribute__((tls_model("initial-exec"))) = kStatusNew;
+__thread Ring* tls_own_ring __attribute__((tls_model("initial-exec"))) = nullptr;  // even while disabled
+
+alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
+std::atomic<int> g_init_state{0};  // 0 none, 1 running, 2 done
+pthread_key_t g_exit_key;
+alignas(std::mutex) unsigned char g_mutex_storage[sizeof(std::mutex)];
+
+const char* GetEnv(const char* name) { return getenv(name); }
+
+bool NameSelected(const Config& c, const char* name) {
+  if (c.thread_patterns.empty()) return true;
+  for (const auto& p : c.thread_patterns) {
+    if (fnmatch(p.c_str(), name, 0) == 0) return true;
+  }
+  return false;
+}
+
+void OnThreadExit(void* arg);
+
+Ring* AllocateRing(Runtime& rt) {
+  const uint64_t capacity = rt.config.buffer_bytes / 8;
+  const uint64_t header = 4096;
+  const uint64_t bytes = header + capacity * 8;
+  uint64_t reserved = rt.reserved_bytes.load(std::memory_order_relaxed);
+  do {
+    if (reserved + bytes > rt.config.max_memory) return nullptr;
+  } while (!rt.reserved_bytes.compare_exchange_weak(reserved, reserved + bytes, std::memory_order_relaxed));
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) {
+    rt.reserved_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+    return nullptr;
+  }
+  Ring* r = new (mem) Ring;
+  r->pos = 0;
+  r->next_sync = 0;  // the first record announces EPOCH and FN_BASE
+  r->epoch = ~uint64_t{0};
+  r->fn_base = ~uint64_t{0};
+  r->mask = capacity - 1;
+  r->slots = reinterpret_cast<uint64_t*>(static_cast<char*>(mem) + header);
+  r->capacity = capacity;
+  r->map_bytes = bytes;
+  return r;
+}
+
+bool Register(Runtime& rt, Ring* r) {
+  for (uint32_t i = 0; i < rt.registry_size; ++i) {
+    Ring* expected = nullptr;
+    if (rt.registry[i].load(std::memory_order_relaxed) == nullptr &&
+        rt.registry[i].compare_exchange_strong(expected, r, std::memory_order_release)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Sets up the calling thread. lb_tls_ring is nullptr throughout, so trace
+// points reached from here (an instrumented malloc, say) record nothing.
+Ring* ThreadInit() {
+  lb_tls_ring = nullptr;
+  if (!EnsureInitialised()) return nullptr;
+  Runtime& rt = R();
+  if (!rt.config.enabled) {
+    tls_status = kStatusDisabled;
+    return nullptr;
+  }
+  char name[17] = {};
+  prctl(PR_GET_NAME, name, 0, 0, 0);
+  if (!NameSelected(rt.config, name)) {
+    rt.stats.untraced_pattern.fetch_add(1, std::memory_order_relaxed);
+    tls_status = kStatusNotSelected;
+    return nullptr;
+  }
+  Ring* r = AllocateRing(rt);
+  if (r != nullptr && !Register(rt, r)) {
+    rt.reserved_bytes.fetch_sub(r->map_bytes, std::memory_order_relaxed);
+    munmap(r, r->map_bytes);
+    r = nullptr;
+  }
+  if (r == nullptr) {
+    rt.stats.untraced_memory.fetch_add(1, std::memory_order_relaxed);
+    tls_status = kStatusNoMemory;
+    WakeControlThread();  // retention may free room for the next thread
+    SayOnce("ring memory cap reached (LOOKBACK_MAX_MEMORY / LOOKBACK_MAX_THREADS): further threads are not traced");
+    return nullptr;
+  }
+  r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  r->start_tsc = __rdtsc();
+  r->state.store(kRingLive, std::memory_order_release);
+  pthread_setspecific(g_exit_key, r);
+  rt.any_traced.store(true, std::memory_order_relaxed);
+  tls_status = kStatusTracing;
+  tls_own_ring = r;
+  EnsureControlThread();
+  lb_tls_ring = r;
+  return r;
+}
+
+void OnThreadExit(void* arg) {
+  Ring* r = static_cast<Ring*>(arg);
+  lb_tls_ring = nullptr;
+  tls_status = kStatusExited;
+  tls_own_ring = nullptr;
+  if (r == nullptr) return;
+  prctl(PR_GET_NAME, r->exit_name, 0, 0, 0);
+  r->exit_order = R().exit_counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  r->exit_tsc.store(__rdtsc(), std::memory_order_relaxed);
+  r->state.store(kRingExited, std::memory_order_release);
+  WakeControlThread();
+}
+
+void AtForkChild() {
+  // Only the forking thread exists now. Every ring (ours included) is a
+  // private copy of the parent's: drop them all; this thread starts afresh.
+  Runtime& rt = R();
+  new (g_mutex_storage) std::mutex;
+  for (uint32_t i = 0; i < rt.registry_size; ++i) {
+    Ring* r = rt.registry[i].exchange(nullptr, std::memory_order_relaxed);
+    if (r != nullptr) munmap(r, r->map_bytes);
+  }
+  rt.reserved_bytes.store(0, std::memory_order_relaxed);
+  rt.exit_counter.store(0, std::memory_order_relaxed);
+  rt.any_traced.store(false, std::memory_order_relaxed);
+  rt.dump_seq.store(0, std::memory_order_relaxed);
+  rt.pid = static_cast<uint32_t>(getpid());
+  rt.start_clock = ReadClockPair();
+  const bool was_tracing = tls_status == kStatusTracing || tls_own_ring != nullptr;
+  tls_own_ring = nullptr;
+  if (was_tracing || tls_status == kStatusNew) {
+    tls_status = kStatusNew;
+    lb_tls_ring = &lb_sentinel_ring;
+  }
+  ResetControlAfterFork();
+}
+
+void AtExit() {
+  Runtime& rt = R();
+  if (!rt.config.dump_at_exit || !rt.any_traced.load(std::memory_order_relaxed)) return;
+  Ring* saved = lb_tls_ring;
+  lb_tls_ring = nullptr;
+  WriteDump("exit");
+  lb_tls_ring = saved;
+}
+
+void Initialise() {
+  Runtime* rt = new (g_runtime_storage) Runtime;
+  new (g_mutex_storage) std::mutex;
+  std::vector<ConfigProblem> problems;
+  rt->config = ParseConfig(GetEnv, &problems);
+  for (const auto& p : problems) Say(p.message);
+  rt->pid = static_cast<uint32_t>(getpid());
+  rt->start_clock = ReadClockPair();
+  rt->registry_size = rt->config.max_threads;
+  void* reg = mmap(nullptr, sizeof(std::atomic<Ring*>) * rt->registry_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (reg == MAP_FAILED) {
+    rt->registry_size = 0;
+  } else {
+    rt->registry = static_cast<std::atomic<Ring*>*>(reg);  // zero pages == nullptr atomics
+  }
+  pthread_key_create(&g_exit_key, OnThreadExit);
+  pthread_atfork(nullptr, nullptr, AtForkChild);
+  atexit(AtExit);
+  InstallDumpSignal();
+}
+
+}  // namespace
+
+Runtime& R() { return *std::launder(reinterpret_cast<Runtime*>(g_runtime_storage)); }
+std::mutex& ControlMutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_mutex_storage)); }
+
+bool EnsureInitialised() {
+  int s = g_init_state.load(std::memory_order_acquire);
+  if (s == 2) return true;
+  if (s == 0 && g_init_state.compare_exchange_strong(s, 1, std::memory_order_acq_rel)) {
+    const int saved_errno = errno;
+    Initialise();
+    errno = saved_errno;
+    g_init_state.store(2, std::memory_order_release);
+    return true;
+  }
+  // Another thread is initialising; this trace point is simply not recorded.
+  return g_init_state.load(std::memory_order_acquire) == 2;
+}
+
+void FreeRing(Ring* r) {
+  R().reserved_bytes.fetch_sub(r->map_bytes, std::memory_order_relaxed);
+  munmap(r, r->map_bytes);
+}
+
+void ReclaimExitedRings() {
+  Runtime& rt = R();
+  std::vector<std::pair<uint64_t, uint32_t>> exited;  // (exit order, registry index)
+  for (uint32_t i = 0; i < rt.registry_size; ++i) {
+    Ring* r = rt.registry[i].load(std::memory_order_acquire);
+    if (r != nullptr && r->state.load(std::memory_order_acquire) == kRingExited) exited.emplace_back(r->exit_order, i);
+  }
+  if (exited.size() <= rt.config.keep_exited) return;
+  std::sort(exited.begin(), exited.end());
+  const size_t drop = exited.size() - rt.config.keep_exited;
+  for (size_t k = 0; k < drop; ++k) {
+    Ring* r = rt.registry[exited[k].second].exchange(nullptr, std::memory_order_acq_rel);
+    if (r != nullptr) {
+      FreeRing(r);
+      rt.stats.reclaimed.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void Say(const std::string& line) {
+  if (g_init_state.load(std::memory_order_acquire) == 2 && R().config.quiet) return;
+  std::string s = "lookback: " + line + "\n";
+  const int saved = errno;
+  ssize_t ignored = write(2, s.data(), s.size());
+  (void)ignored;
+  errno = saved;
+}
+
+void SayOnce(const std::string& line) {
+  static std::mutex m;
+  static std::vector<std::string>* seen = new std::vector<std::string>;
+  std::lock_guard<std::mutex> lock(m);
+  if (std::find(seen->begin(), seen->end(), line) != seen->end()) return;
+  seen->push_back(line);
+  Say(line);
+}
+
+void ResumeTracing() {
+  Ring* r = tls_own_ring;
+  if (r == nullptr) {  // never had a ring: set up on the next trace point
+    tls_status = kStatusNew;
+    lb_tls_ring = &lb_sentinel_ring;
+    return;
+  }
+  // Tell decoders that calls before the gap do not pair with calls after it.
+  uint64_t pos = LoadRelaxed(&r->pos);
+  std::atomic_thread_fence(std::memory_order_release);
+  __atomic_store_n(&r->slots[pos++ & r->mask], format::MakeControl(format::ControlKind::kResume, 0), __ATOMIC_RELAXED);
+  if (pos >= r->next_sync) r->next_sync = pos;  // keep the half-ring re-announcement reachable
+  __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
+  tls_status = kStatusTracing;
+  lb_tls_ring = r;
+}
+
+namespace {
+std::mutex g_names_mutex;
+std::vector<std::pair<uint64_t, std::string>>* g_names = nullptr;  // never freed: used at exit
+}  // namespace
+
+std::vector<std::pair<uint64_t, std::string>> KeyNames() {
+  std::lock_guard<std::mutex> lock(g_names_mutex);
+  return g_names ? *g_names : std::vector<std::pair<uint64_t, std::string>>{};
+}
+
+void MarkControlThread() {
+  lb_tls_ring = nullptr;
+  tls_status = kStatusControl;
+}
+
+}  // namespace lookback::rt
+
+using namespace lookback;
+using namespace lookback::rt;
+
+extern "C" {
+
+void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc) {
+  const int saved_errno = errno;
+  if (r == &lb_sentinel_ring) {
+    r = ThreadInit();
+    if (r == nullptr) {
+      errno = saved_errno;
+      return;
+    }
+  }
+  if (key >= format::kKeyLimit) {
+    R().stats.invalid_keys.fetch_add(1, std::memory_order_relaxed);
+    errno = saved_errno;
+    return;
+  }
+  uint64_t pos = LoadRelaxed(&r->pos);
+  const bool sync = pos == r->next_sync;
+  const uint64_t epoch = tsc >> format::kTscLowBits;
+  const uint64_t base = key >> 32;
+  std::atomic_thread_fence(std::memory_order_release);
+  auto put = [&](uint64_t rec) { __atomic_store_n(&r->slots[pos++ & r->mask], rec, __ATOMIC_RELAXED); };
+  if (sync || epoch != r->epoch) {
+    // Epochs since the previous announcement; a TSC that stepped back
+    // (migration between unsynchronised cores) saturates: "unknown".
+    const uint64_t delta = r->epoch == ~uint64_t{0} ? 0 : (epoch >= r->epoch ? epoch - r->epoch : format::kEpochDeltaMax);
+    put(format::MakeEpoch(epoch, delta));
+    r->epoch = epoch;
+  }
+  if (sync || base != r->fn_base) {
+    put(format::MakeFnBase(base, r->fn_base, r->fn_base != ~uint64_t{0}));
+    r->fn_base = base;
+  }
+  put(format::MakeEvent(exit, tsc, key));
+  r->next_sync = pos + (r->capacity / 2);
+  __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
+  errno = saved_errno;
+}
+
+__attribute__((no_instrument_function)) void lb_enter(uint64_t key) { Record(false, key); }
+__attribute__((no_instrument_function)) void lb_exit(uint64_t key) { Record(true, key); }
+
+int lb_set_key_name(uint64_t key, const char* name) {
+  if (name == nullptr || key >= format::kKeyLimit) return -1;
+  Ring* saved = lb_tls_ring;
+  lb_tls_ring = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_names_mutex);
+    if (g_names == nullptr) g_names = new std::vector<std::pair<uint64_t, std::string>>;
+    g_names->emplace_back(key, name);
+  }
+  lb_tls_ring = saved;
+  return 0;
+}
+
+int lb_dump(const char* reason) {
+  if (!EnsureInitialised()) return -1;
+  return QueueDump(reason ? reason : "api");
+}
+
+int lb_dump_sync(const char* reason, char* path_out, size_t path_len) {
+  if (!EnsureInitialised()) {
+    if (path_out && path_len) snprintf(path_out, path_len, "lookback is not initialised");
+    return -1;
+  }
+  Ring* saved = lb_tls_ring;
+  lb_tls_ring = nullptr;  // our own allocations must not land in our ring mid-copy
+  DumpOutcome out = WriteDump(reason ? reason : "api");
+  lb_tls_ring = saved;
+  if (path_out && path_len) snprintf(path_out, path_len, "%s", out.ok ? out.path.c_str() : out.error.c_str());
+  return out.ok ? 0 : -1;
+}
+
+void lb_thread_disable(void) {
+  if (lb_tls_ring == &lb_sentinel_ring) {
+    tls_status = kStatusDisabled;
+  } else if (lb_tls_ring != nullptr) {
+    tls_status = kStatusDisabled;
+  }
+  if (tls_status == kStatusDisabled) lb_tls_ring = nullptr;
+}
+
+void lb_thread_enable(void) {
+  if (tls_status == kStatusDisabled) ResumeTracing();
+}
+
+int lb_thread_is_tracing(void) {
+  Ring* r = lb_tls_ring;
+  return r != nullptr && r != &lb_sentinel_ring;
+}
+
+// Threads usually name themselves after they start, so a LOOKBACK_THREADS
+// pattern is checked again when a thread renames itself.
+int pthread_setname_np(pthread_t thread, const char* name) {
+  using Fn = int (*)(pthread_t, const char*);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_setname_np"));
+  if (real == nullptr) return ENOSYS;
+  const int rc = real(thread, name);
+  if (rc != 0 || !pthread_equal(thread, pthread_self()) || g_init_state.load() != 2) return rc;
+  const Config& c = R().config;
+  if (c.thread_patterns.empty()) return rc;
+  const bool selected = NameSelected(c, name);
+  if (selected && tls_status == kStatusNotSelected) {
+    ResumeTracing();
+  } else if (!selected && tls_status == kStatusTracing) {
+    tls_status = kStatusNotSelected;
+    lb_tls_ring = nullptr;
+  }
+  return rc;
+}
+
+}  // extern "C"
+
+// Loaded (preloaded or linked): read the configuration before main so that
+// bad values are reported once, up front.
+__attribute__((constructor)) static void LookbackConstructor() { lookback::rt::EnsureInitialised(); }

@@ -1,0 +1,91 @@
+// Internal interface between the runtime's pieces (threads, control thread,
+// dump writer). Not installed; front-ends use hot_path.h and lookback.h.
+//
+// Who touches what:
+//   - Registry slots (std::atomic<Ring*>): a thread claims a free slot for its
+//     own ring (CAS nullptr -> ring) in its first trace point; only code that
+//     holds ControlMutex() releases a slot and unmaps its ring (retention,
+//     fork). Dumps also hold ControlMutex(), so a ring is never unmapped while
+//     it is being copied, and traced threads never take the mutex.
+//   - Ring::state / exit_tsc / exit_name / exit_order: written once by the
+//     owner in its exit path (state last, release); read by the dumper.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/clock.h"
+#include "runtime/config.h"
+#include "runtime/hot_path.h"
+
+namespace lookback::rt {
+
+struct Stats {
+  std::atomic<uint32_t> untraced_memory{0};   // threads refused: memory or thread cap
+  std::atomic<uint32_t> untraced_pattern{0};  // threads not selected by LOOKBACK_THREADS
+  std::atomic<uint32_t> reclaimed{0};         // exited threads' rings given back
+  std::atomic<uint32_t> invalid_keys{0};      // keys >= 2^56, dropped
+};
+
+struct Runtime {
+  Config config;
+  std::atomic<Ring*>* registry = nullptr;  // config.max_threads slots
+  uint32_t registry_size = 0;
+  std::atomic<uint64_t> reserved_bytes{0};
+  std::atomic<uint64_t> exit_counter{0};
+  std::atomic<bool> any_traced{false};
+  Stats stats;
+  ClockPair start_clock;
+  uint32_t pid = 0;
+  std::atomic<uint32_t> dump_seq{0};
+  std::string process_name;
+};
+
+Runtime& R() __attribute__((no_instrument_function));
+// Initialises the runtime once (idempotent; safe before main and from hooks).
+bool EnsureInitialised() __attribute__((no_instrument_function));
+std::mutex& ControlMutex() __attribute__((no_instrument_function));
+
+// Ring memory: header page + slots, one anonymous mapping.
+void FreeRing(Ring* r) __attribute__((no_instrument_function));
+// Gives back the rings of exited threads beyond config.keep_exited, oldest
+// first. Caller holds ControlMutex().
+void ReclaimExitedRings() __attribute__((no_instrument_function));
+
+// Control thread (control.cc).
+void EnsureControlThread() __attribute__((no_instrument_function));
+void WakeControlThread() __attribute__((no_instrument_function));
+void InstallDumpSignal() __attribute__((no_instrument_function));
+void ResetControlAfterFork() __attribute__((no_instrument_function));
+int QueueDump(const char* reason) __attribute__((no_instrument_function));
+
+// Dump writer (dump_writer.cc). Caller holds ControlMutex().
+struct DumpOutcome {
+  bool ok = false;
+  std::string path;   // when ok
+  std::string error;  // when not ok
+};
+DumpOutcome WriteDumpLocked(const std::string& reason) __attribute__((no_instrument_function));
+// Takes the mutex, writes, reports a failure on stderr once per message.
+DumpOutcome WriteDump(const std::string& reason) __attribute__((no_instrument_function));
+
+// Copies a live ring without stopping its writer (the seqlock reader side).
+// Returns the index of the first record kept; `out` gets the records.
+uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) __attribute__((no_instrument_function));
+
+// The calling thread is lookback's control thread: never traced.
+void MarkControlThread() __attribute__((no_instrument_function));
+// Re-enables tracing on the calling thread (after disable or re-selection).
+void ResumeTracing() __attribute__((no_instrument_function));
+
+// Names given to non-native keys with lb_set_key_name (a copy).
+std::vector<std::pair<uint64_t, std::string>> KeyNames() __attribute__((no_instrument_function));
+
+// Informational/error line on stderr, prefixed "lookback: ".
+void Say(const std::string& line) __attribute__((no_instrument_function));
+void SayOnce(const std::string& line) __attribute__((no_instrument_function));
+
+}  // namespace lookback::rt

@@ -1,0 +1,142 @@
+#include "symbolize/symbolizer.h"
+
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "format/format.h"
+
+namespace lookback::symbolize {
+
+std::string Demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status == 0 && d != nullptr) {
+    std::string s(d);
+    free(d);
+    return s;
+  }
+  return name;
+}
+
+namespace {
+std::string BaseName(const std::string& p) {
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+char* g_debuginfo_path = nullptr;
+const Dwfl_Callbacks kCallbacks = {
+    dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, dwfl_offline_section_address, &g_debuginfo_path};
+}  // namespace
+
+struct Symbolizer::Impl {
+  Dwfl* dwfl = nullptr;
+  const format::Dump* dump = nullptr;
+  struct Mod {
+    uint64_t lo, hi, bias;
+    std::string name;
+    bool usable;
+  };
+  std::vector<Mod> mods;
+  ~Impl() {
+    if (dwfl) dwfl_end(dwfl);
+  }
+};
+
+Symbolizer::Symbolizer(const format::Dump& dump) : impl_(std::make_unique<Impl>()) {
+  impl_->dump = &dump;
+  impl_->dwfl = dwfl_begin(&kCallbacks);
+  if (impl_->dwfl == nullptr) {
+    problems_.push_back(std::string("libdwfl: ") + dwfl_errmsg(-1));
+    return;
+  }
+  dwfl_report_begin(impl_->dwfl);
+  for (const auto& m : dump.modules) {
+    if (m.path.empty() || m.hi <= m.lo || m.path.find("linux-vdso") != std::string::npos) continue;
+    Impl::Mod mod{m.lo, m.hi, m.bias, BaseName(m.path), false};
+    if (access(m.path.c_str(), R_OK) != 0) {
+      problems_.push_back(m.path + ": not found here; its functions print as module+offset");
+      impl_->mods.push_back(mod);
+      continue;
+    }
+    Dwfl_Module* dm = dwfl_report_elf(impl_->dwfl, mod.name.c_str(), m.path.c_str(), -1, m.bias, false);
+    if (dm == nullptr) {
+      problems_.push_back(m.path + ": " + dwfl_errmsg(-1));
+      impl_->mods.push_back(mod);
+      continue;
+    }
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr = 0;
+    const int n = dwfl_module_build_id(dm, &bits, &vaddr);
+    if (!m.build_id.empty() && (n <= 0 || static_cast<size_t>(n) != m.build_id.size() ||
+                                memcmp(bits, m.build_id.data(), m.build_id.size()) != 0)) {
+      problems_.push_back(m.path + ": build id differs from the traced one (rebuilt since?); its functions print as module+offset");
+      impl_->mods.push_back(mod);
+      continue;
+    }
+    mod.usable = true;
+    impl_->mods.push_back(mod);
+  }
+  dwfl_report_end(impl_->dwfl, nullptr, nullptr);
+}
+
+Symbolizer::~Symbolizer() = default;
+
+const Symbol& Symbolizer::Lookup(uint64_t key) {
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  Symbol s;
+  char buf[64];
+  if (auto n = impl_->dump->names.find(key); n != impl_->dump->names.end()) {
+    s.name = n->second;
+    s.resolved = true;
+  } else if (key & format::kKeyMethodTag) {
+    snprintf(buf, sizeof buf, "method#%u", static_cast<unsigned>(key & 0xffffffffu));
+    s.name = buf;
+  } else {
+    const Impl::Mod* mod = nullptr;
+    for (const auto& m : impl_->mods) {
+      if (key >= m.lo && key < m.hi) {
+        mod = &m;
+        break;
+      }
+    }
+    if (mod != nullptr) s.module = mod->name;
+    if (mod != nullptr && mod->usable && impl_->dwfl != nullptr) {
+      Dwfl_Module* dm = dwfl_addrmodule(impl_->dwfl, key);
+      GElf_Off off = 0;
+      GElf_Sym sym;
+      const char* name = dm ? dwfl_module_addrinfo(dm, key, &off, &sym, nullptr, nullptr, nullptr) : nullptr;
+      if (name != nullptr) {
+        s.name = Demangle(name);
+        if (off != 0) {
+          snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(off));
+          s.name += buf;
+        }
+        s.resolved = true;
+        if (Dwfl_Line* line = dwfl_module_getsrc(dm, key)) {
+          int lineno = 0;
+          const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
+          if (file) s.file = file;
+          s.line = lineno;
+        }
+      }
+    }
+    if (!s.resolved) {
+      if (mod != nullptr) {
+        snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(key - mod->bias));
+        s.name = mod->name + buf;
+      } else {
+        snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(key));
+        s.name = buf;
+      }
+    }
+  }
+  return cache_.emplace(key, std::move(s)).first->second;
+}
+
+}  // namespace lookback::symbolize

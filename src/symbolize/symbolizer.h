@@ -1,0 +1,44 @@
+// Function keys -> names, modules and file:line, using elfutils' libdwfl on
+// the module files named in the dump (checked against their build ids).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "format/reader.h"
+
+namespace lookback::symbolize {
+
+struct Symbol {
+  std::string name;    // demangled function name, or module+0xoffset when unresolved
+  std::string module;  // file name of the module ("" if none)
+  std::string file;    // source file, when debug info has it
+  int line = 0;
+  bool resolved = false;
+};
+
+class Symbolizer {
+ public:
+  explicit Symbolizer(const format::Dump& dump);
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  const Symbol& Lookup(uint64_t key);
+  const std::string& Name(uint64_t key) { return Lookup(key).name; }
+  // Modules whose file was missing or had another build id.
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::unordered_map<uint64_t, Symbol> cache_;
+  std::vector<std::string> problems_;
+};
+
+std::string Demangle(const char* name);
+
+}  // namespace lookback::symbolize

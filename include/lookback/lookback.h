@@ -16,6 +16,7 @@ extern "C" {
 #endif
 
 #define LOOKBACK_NO_INSTRUMENT __attribute__((no_instrument_function))
+#define LOOKBACK_API __attribute__((visibility("default"), no_instrument_function))
 
 /* A function key names what was entered: a native code address, or a method
  * id of a managed runtime made with LB_METHOD_KEY. Keys must be < 2^56. */
@@ -23,28 +24,28 @@ extern "C" {
 
 /* Record an entry/exit of `key` on the calling thread (the hook front-end's
  * path, for front-ends that are not compiler hooks). */
-void lb_enter(uint64_t key) LOOKBACK_NO_INSTRUMENT;
-void lb_exit(uint64_t key) LOOKBACK_NO_INSTRUMENT;
+void lb_enter(uint64_t key) LOOKBACK_API;
+void lb_exit(uint64_t key) LOOKBACK_API;
 
 /* Give a non-native key a name for dumps (e.g. "void com.example.A.run()"). */
-int lb_set_key_name(uint64_t key, const char* name) LOOKBACK_NO_INSTRUMENT;
+int lb_set_key_name(uint64_t key, const char* name) LOOKBACK_API;
 
 /* Ask lookback's control thread to write a dump of every ring now. Returns at
  * once: 0 if the request was queued, -1 if lookback is not running. */
-int lb_dump(const char* reason) LOOKBACK_NO_INSTRUMENT;
+int lb_dump(const char* reason) LOOKBACK_API;
 
 /* Same, but wait until the dump is written (or failed). On success returns 0
  * and copies the dump's path into path_out (if not NULL); on failure returns
  * -1 and copies the error message. Blocks only the calling thread. */
-int lb_dump_sync(const char* reason, char* path_out, size_t path_len) LOOKBACK_NO_INSTRUMENT;
+int lb_dump_sync(const char* reason, char* path_out, size_t path_len) LOOKBACK_API;
 
 /* Turn tracing off/on for the calling thread. Turning it back on records a
  * RESUME marker so decoders do not pair calls across the gap. */
-void lb_thread_disable(void) LOOKBACK_NO_INSTRUMENT;
-void lb_thread_enable(void) LOOKBACK_NO_INSTRUMENT;
+void lb_thread_disable(void) LOOKBACK_API;
+void lb_thread_enable(void) LOOKBACK_API;
 
 /* 1 if the calling thread is recording now. */
-int lb_thread_is_tracing(void) LOOKBACK_NO_INSTRUMENT;
+int lb_thread_is_tracing(void) LOOKBACK_API;
 
 #ifdef __cplusplus
 }

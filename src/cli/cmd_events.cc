@@ -31,10 +31,10 @@ int Run(const EventsOptions& o) {
     if (!o.thread.empty() && o.thread != std::to_string(t.tid) && o.thread != t.name) continue;
     matched = true;
     model::DecodeThread(d, t, [&](const model::Event& e) {
-      const char* kind = e.kind == model::EventKind::kEnter ? "ENTER" : e.kind == model::EventKind::kExit ? "EXIT" : "RESUME";
-      fmt::format_to(std::back_inserter(out), "{}\t{}\t{}\t{:#x}\t{}\n", t.tid,
-                     e.kind == model::EventKind::kResume ? 0 : clock.MonotonicNs(e.tsc), kind, e.key,
-                     o.no_names || e.kind == model::EventKind::kResume ? "" : sym.Name(e.key));
+      static const char* const kKinds[] = {"ENTER", "EXIT", "RESUME", "UNWIND_TO"};
+      const bool timed = e.kind == model::EventKind::kEnter || e.kind == model::EventKind::kExit;
+      fmt::format_to(std::back_inserter(out), "{}\t{}\t{}\t{:#x}\t{}\n", t.tid, timed ? clock.MonotonicNs(e.tsc) : 0,
+                     kKinds[static_cast<int>(e.kind)], e.key, o.no_names || !timed ? "" : sym.Name(e.key));
       if (out.size() > (1u << 20)) {
         fwrite(out.data(), 1, out.size(), stdout);
         out.clear();

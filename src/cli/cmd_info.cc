@@ -82,7 +82,7 @@ int Run(const InfoOptions& o) {
   };
   std::vector<Where> wheres;
   for (const auto& t : d.threads) {
-    model::CallMatcher m;
+    model::CallMatcher m(&symbolize::Symbolizer::FunctionOf, &sym);
     uint64_t first = 0, last = 0;
     auto st = model::DecodeThread(d, t, [&](const model::Event& e) {
       if (e.kind == model::EventKind::kResume) return;

@@ -48,6 +48,9 @@ enum class ControlKind : uint8_t {
   kEpoch = 1,    // payload: bits 0..33 new epoch (tsc >> 30); bits 34..55 epochs since previous (0 = none, saturates)
   kFnBase = 2,   // payload: bits 0..23 new base; bits 24..47 previous base; bit 48 previous is known
   kResume = 3,   // tracing resumed on this thread after a gap: nesting before it is unrelated
+  kUnwindTo = 4, // payload: a call site (code address). Written before the first entry after a
+                 // non-local exit (caught exception, longjmp): frames above the innermost frame
+                 // of the function containing this address were left without an exit.
 };
 
 inline constexpr unsigned kEpochBits = 64 - kTscLowBits;  // 34

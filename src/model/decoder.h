@@ -13,7 +13,12 @@
 
 namespace lookback::model {
 
-enum class EventKind : uint8_t { kEnter, kExit, kResume };
+enum class EventKind : uint8_t {
+  kEnter,
+  kExit,
+  kResume,    // tracing resumed after a gap
+  kUnwindTo,  // key = a call site; frames above its function were abandoned (tsc 0)
+};
 
 struct Event {
   EventKind kind;
@@ -75,6 +80,7 @@ DecodeStats DecodeThread(const format::Dump& dump, const format::ThreadInfo& t, 
         ++st.resumes;
         sink(Event{EventKind::kResume, 0, 0, i});
         break;
+      case ControlKind::kUnwindTo: sink(Event{EventKind::kUnwindTo, 0, ControlPayload(r), i}); break;
       default: ++st.unknown_records; break;
     }
   }
@@ -101,19 +107,33 @@ struct MatchStats {
   uint64_t open = 0;       // frames still open at dump time
 };
 
-// Pairs entries and exits (LIFO). Exits name their function, so a missing
-// exit (clang skips exit hooks while unwinding an exception; nobody gets
-// them on longjmp) is repaired when an outer frame's exit arrives. Frames
-// come out in order of their end.
+// Pairs entries and exits (LIFO). Frames come out in order of their end.
+// Missing exits (clang skips exit hooks while unwinding an exception; nobody
+// gets them on longjmp) are repaired two ways: an UNWIND_TO record names the
+// call site of the first entry after the non-local exit, so frames above the
+// function containing it are closed right there (this needs `function_of`,
+// mapping a code address to its function's key: symbol information); and an
+// exit names its function, so frames above it are closed when it arrives.
 class CallMatcher {
  public:
+  using FunctionOf = uint64_t (*)(void* ctx, uint64_t pc);  // 0 if unknown
+  CallMatcher() = default;
+  CallMatcher(FunctionOf function_of, void* ctx) : function_of_(function_of), ctx_(ctx) {}
+
   template <class Emit>
   void OnEvent(const Event& e, Emit&& emit) {
+    if (e.kind == EventKind::kUnwindTo) {
+      pending_unwind_ = e.key;
+      return;
+    }
     if (window_start_ == 0 && e.kind != EventKind::kResume) window_start_ = e.tsc;
     if (e.kind == EventKind::kEnter) {
+      if (pending_unwind_ != 0) UnwindTo(pending_unwind_, e.tsc, emit);
+      pending_unwind_ = 0;
       stack_.push_back({e.key, e.tsc});
       return;
     }
+    pending_unwind_ = 0;
     if (e.kind != EventKind::kExit) return;
     size_t at = stack_.size();
     while (at > 0 && stack_[at - 1].key != e.key) --at;
@@ -152,6 +172,23 @@ class CallMatcher {
   struct Open {
     uint64_t key, start_tsc;
   };
+  // Closes the frames above the innermost frame of the function containing `pc`.
+  template <class Emit>
+  void UnwindTo(uint64_t pc, uint64_t tsc, Emit&& emit) {
+    const uint64_t fn = function_of_ ? function_of_(ctx_, pc) : 0;
+    if (fn == 0) return;
+    size_t at = stack_.size();
+    while (at > 0 && stack_[at - 1].key != fn) --at;
+    if (at == 0) return;  // its frame is not in the window: leave the stack alone
+    while (stack_.size() > at) {
+      const Open o = stack_.back();
+      stack_.pop_back();
+      ++stats_.unwound;
+      ++stats_.frames;
+      emit(Frame{o.key, o.start_tsc, tsc, Depth(stack_.size()), kFrameUnwound});
+    }
+  }
+
   const std::vector<Open>& stack() const { return stack_; }
   const MatchStats& stats() const { return stats_; }
 
@@ -161,6 +198,9 @@ class CallMatcher {
   uint32_t Depth(size_t stack_index) const { return static_cast<uint32_t>(stack_index); }
   std::vector<Open> stack_;
   MatchStats stats_;
+  FunctionOf function_of_ = nullptr;
+  void* ctx_ = nullptr;
+  uint64_t pending_unwind_ = 0;
   uint64_t window_start_ = 0;
 };
 

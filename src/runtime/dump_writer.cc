@@ -179,6 +179,7 @@ bool MakeDirs(const std::string& dir, std::string* error) {
 DumpOutcome WriteDumpLocked(const std::string& reason) {
   Runtime& rt = R();
   DumpOutcome out;
+  ReclaimExitedRings();  // a dump holds at most keep_exited exited threads
   const std::string& dir = rt.config.dir;
   if (!MakeDirs(dir, &out.error)) return out;
   if (rt.process_name.empty()) rt.process_name = ProcessName();

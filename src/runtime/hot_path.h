@@ -67,12 +67,12 @@ enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
 extern "C" {
 // The calling thread's ring (see the state machine above).
-extern __thread lookback::rt::Ring* lb_tls_ring __attribute__((tls_model("initial-exec")));
+extern __thread lookback::rt::Ring* lb_tls_ring __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).
-extern lookback::rt::Ring lb_sentinel_ring;
+extern lookback::rt::Ring lb_sentinel_ring __attribute__((visibility("default")));
 // Out of line and cold: thread setup, EPOCH/FN_BASE announcements, bad keys.
-void lb_record_slow(lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc)
-    __attribute__((noinline, cold, no_instrument_function));
+void lb_record_slow(lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site)
+    __attribute__((noinline, cold, no_instrument_function, visibility("default")));
 }
 
 namespace lookback::rt {
@@ -81,11 +81,13 @@ LOOKBACK_HOT uint64_t LoadRelaxed(const uint64_t* p) { return __atomic_load_n(p,
 
 // Record one event at a given timestamp. Separate from Record() so tests can
 // drive the encoder with a fake clock; the real hooks pass __rdtsc().
-LOOKBACK_HOT void RecordAt(Ring* r, bool exit, uint64_t key, uint64_t tsc) {
+// `call_site` (the caller's return address, 0 if unknown) only reaches the
+// slow path, which records it after a non-local exit (see kUnwindTo).
+LOOKBACK_HOT void RecordAt(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site = 0) {
   const uint64_t pos = LoadRelaxed(&r->pos);
   const uint64_t changed = ((tsc >> format::kTscLowBits) ^ r->epoch) | ((key >> 32) ^ r->fn_base);
   if (__builtin_expect((changed != 0) | (pos == r->next_sync), 0)) {
-    lb_record_slow(r, exit, key, tsc);
+    lb_record_slow(r, exit, key, tsc, call_site);
     return;
   }
   std::atomic_thread_fence(std::memory_order_release);
@@ -93,10 +95,10 @@ LOOKBACK_HOT void RecordAt(Ring* r, bool exit, uint64_t key, uint64_t tsc) {
   __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
 }
 
-LOOKBACK_HOT void Record(bool exit, uint64_t key) {
+LOOKBACK_HOT void Record(bool exit, uint64_t key, uint64_t call_site = 0) {
   Ring* r = lb_tls_ring;
   if (__builtin_expect(r == nullptr, 0)) return;
-  RecordAt(r, exit, key, __rdtsc());
+  RecordAt(r, exit, key, __rdtsc(), call_site);
 }
 
 }  // namespace lookback::rt

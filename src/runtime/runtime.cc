@@ -41,6 +41,8 @@ enum ThreadStatus : uint8_t {
 
 __thread uint8_t tls_status __attribute__((tls_model("initial-exec"))) = kStatusNew;
 __thread Ring* tls_own_ring __attribute__((tls_model("initial-exec"))) = nullptr;  // even while disabled
+// Set by a non-local exit (caught exception, longjmp); the next entry records its call site.
+__thread bool tls_unwind_pending __attribute__((tls_model("initial-exec"))) = false;
 
 alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
 std::atomic<int> g_init_state{0};  // 0 none, 1 running, 2 done
@@ -293,6 +295,13 @@ std::vector<std::pair<uint64_t, std::string>> KeyNames() {
   return g_names ? *g_names : std::vector<std::pair<uint64_t, std::string>>{};
 }
 
+void NoteNonLocalExit() {
+  Ring* r = lb_tls_ring;
+  if (r == nullptr || r == &lb_sentinel_ring) return;
+  tls_unwind_pending = true;
+  r->next_sync = LoadRelaxed(&r->pos);  // the next trace point takes the slow path
+}
+
 void MarkControlThread() {
   lb_tls_ring = nullptr;
   tls_status = kStatusControl;
@@ -305,7 +314,7 @@ using namespace lookback::rt;
 
 extern "C" {
 
-void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc) {
+void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
   const int saved_errno = errno;
   if (r == &lb_sentinel_ring) {
     r = ThreadInit();
@@ -335,6 +344,11 @@ void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc) {
   if (sync || base != r->fn_base) {
     put(format::MakeFnBase(base, r->fn_base, r->fn_base != ~uint64_t{0}));
     r->fn_base = base;
+  }
+  if (tls_unwind_pending) {
+    // An exit repairs itself (it names its function); an entry says where it was called from.
+    if (!exit && call_site != 0) put(format::MakeControl(format::ControlKind::kUnwindTo, call_site));
+    tls_unwind_pending = false;
   }
   put(format::MakeEvent(exit, tsc, key));
   r->next_sync = pos + (r->capacity / 2);
@@ -389,6 +403,8 @@ void lb_thread_enable(void) {
   if (tls_status == kStatusDisabled) ResumeTracing();
 }
 
+void lb_note_nonlocal_exit(void) { NoteNonLocalExit(); }
+
 int lb_thread_is_tracing(void) {
   Ring* r = lb_tls_ring;
   return r != nullptr && r != &lb_sentinel_ring;
@@ -396,7 +412,7 @@ int lb_thread_is_tracing(void) {
 
 // Threads usually name themselves after they start, so a LOOKBACK_THREADS
 // pattern is checked again when a thread renames itself.
-int pthread_setname_np(pthread_t thread, const char* name) {
+__attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, const char* name) {
   using Fn = int (*)(pthread_t, const char*);
   static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_setname_np"));
   if (real == nullptr) return ENOSYS;

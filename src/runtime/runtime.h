@@ -76,6 +76,11 @@ DumpOutcome WriteDump(const std::string& reason) __attribute__((no_instrument_fu
 // Returns the index of the first record kept; `out` gets the records.
 uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) __attribute__((no_instrument_function));
 
+// A caught exception or longjmp just left frames without exits on this
+// thread: the next entry records its call site (ControlKind::kUnwindTo).
+extern "C" void lb_note_nonlocal_exit(void) __attribute__((no_instrument_function));
+void NoteNonLocalExit() __attribute__((no_instrument_function));
+
 // The calling thread is lookback's control thread: never traced.
 void MarkControlThread() __attribute__((no_instrument_function));
 // Re-enables tracing on the calling thread (after disable or re-selection).

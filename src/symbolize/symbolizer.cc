@@ -139,4 +139,23 @@ const Symbol& Symbolizer::Lookup(uint64_t key) {
   return cache_.emplace(key, std::move(s)).first->second;
 }
 
+uint64_t Symbolizer::FunctionStart(uint64_t pc) {
+  auto it = starts_.find(pc);
+  if (it != starts_.end()) return it->second;
+  uint64_t start = 0;
+  if (impl_->dwfl != nullptr) {
+    for (const auto& m : impl_->mods) {
+      if (pc < m.lo || pc >= m.hi) continue;
+      if (!m.usable) break;
+      Dwfl_Module* dm = dwfl_addrmodule(impl_->dwfl, pc);
+      GElf_Off off = 0;
+      GElf_Sym sym;
+      if (dm && dwfl_module_addrinfo(dm, pc, &off, &sym, nullptr, nullptr, nullptr)) start = pc - off;
+      break;
+    }
+  }
+  starts_.emplace(pc, start);
+  return start;
+}
+
 }  // namespace lookback::symbolize

@@ -29,6 +29,10 @@ class Symbolizer {
 
   const Symbol& Lookup(uint64_t key);
   const std::string& Name(uint64_t key) { return Lookup(key).name; }
+  // Start address of the function containing `pc` (its native key), 0 if unknown.
+  uint64_t FunctionStart(uint64_t pc);
+  // Adapter for model::CallMatcher.
+  static uint64_t FunctionOf(void* self, uint64_t pc) { return static_cast<Symbolizer*>(self)->FunctionStart(pc); }
   // Modules whose file was missing or had another build id.
   const std::vector<std::string>& problems() const { return problems_; }
 
@@ -36,6 +40,7 @@ class Symbolizer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::unordered_map<uint64_t, Symbol> cache_;
+  std::unordered_map<uint64_t, uint64_t> starts_;
   std::vector<std::string> problems_;
 };
 

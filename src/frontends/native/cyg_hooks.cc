@@ -7,8 +7,8 @@
 
 extern "C" {
 
-__attribute__((no_instrument_function, visibility("default"))) void __cyg_profile_func_enter(void* fn, void*) {
-  lookback::rt::Record(false, reinterpret_cast<uintptr_t>(fn));
+__attribute__((no_instrument_function, visibility("default"))) void __cyg_profile_func_enter(void* fn, void* call_site) {
+  lookback::rt::Record(false, reinterpret_cast<uintptr_t>(fn), reinterpret_cast<uintptr_t>(call_site));
 }
 
 __attribute__((no_instrument_function, visibility("default"))) void __cyg_profile_func_exit(void* fn, void*) {

@@ -1,0 +1,244 @@
+// Process life on real programs: short-lived threads, fork, exceptions,
+// longjmp, signals, long calls, thread selection, bad configuration, and
+// dump directories that cannot be written.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "harness.h"
+#include "model/clock_model.h"
+#include "symbolize/symbolizer.h"
+
+namespace lookback::testing {
+namespace {
+
+struct Outcome {
+  RunResult run;
+  std::vector<std::string> dumps;
+};
+
+Outcome Record(const std::string& test, const std::vector<std::string>& prog_args,
+               const std::vector<std::string>& flags = {}, const std::map<std::string, std::string>& env = {}) {
+  Outcome o;
+  const std::string dir = FreshDir(test);
+  std::vector<std::string> argv = {Cli(), "record", "--dir", dir + "/dumps"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), prog_args.begin(), prog_args.end());
+  o.run = RunProgram(argv, env, dir);
+  o.dumps = Dumps(dir + "/dumps");
+  return o;
+}
+
+// Frames of one thread after matching, with names.
+struct NamedFrame {
+  std::string name;
+  uint32_t depth;
+  uint8_t flags;
+};
+std::vector<NamedFrame> Frames(const format::Dump& d, const format::ThreadInfo& t, model::MatchStats* stats = nullptr) {
+  symbolize::Symbolizer sym(d);
+  model::CallMatcher m(&symbolize::Symbolizer::FunctionOf, &sym);
+  std::vector<NamedFrame> out;
+  auto emit = [&](const model::Frame& f) {
+    std::string n = sym.Name(f.key);
+    out.push_back({n.substr(0, n.find('(')), f.depth, f.flags});
+  };
+  model::DecodeThread(d, t, [&](const model::Event& e) { m.OnEvent(e, emit); });
+  m.Finish(t.snapshot_tsc, emit);
+  if (stats) *stats = m.stats();
+  return out;
+}
+
+int Count(const std::vector<NamedFrame>& frames, const std::string& name) {
+  int n = 0;
+  for (const auto& f : frames) n += f.name == name;
+  return n;
+}
+
+TEST(Threads, ShortLivedThreadsAppearInTheDump) {
+  Outcome o = Record("short-threads", {Program("lifecycle-gcc"), "short-threads", "20"}, {"--keep-exited", "32"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  format::Dump d = MustOpen(o.dumps[0]);
+  for (int i = 0; i < 20; ++i) {
+    const auto* t = FindThread(d, "short-" + std::to_string(i));
+    ASSERT_NE(t, nullptr) << "short-" << i;
+    EXPECT_TRUE(t->flags & format::kThreadExited);
+    EXPECT_EQ(Count(Frames(d, *t), "thread_body"), 1);
+  }
+}
+
+TEST(Threads, KeepsOnlyTheNewestExitedRings) {
+  Outcome o = Record("keep-exited", {Program("lifecycle-gcc"), "short-threads", "20"});  // default: keep 8
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  format::Dump d = MustOpen(o.dumps[0]);
+  int exited = 0;
+  for (const auto& t : d.threads) exited += (t.flags & format::kThreadExited) != 0;
+  EXPECT_EQ(exited, 8);
+  for (int i = 12; i < 20; ++i) EXPECT_NE(FindThread(d, "short-" + std::to_string(i)), nullptr) << i;
+  EXPECT_EQ(FindThread(d, "short-0"), nullptr);
+  EXPECT_EQ(d.stats.reclaimed, 12u);
+}
+
+TEST(Threads, PatternSelectsThreadsThatRenameThemselves) {
+  Outcome o = Record("named", {Program("lifecycle-gcc"), "named-workers"}, {"--threads", "worker-*"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  format::Dump d = MustOpen(o.dumps[0]);
+  std::set<std::string> names;
+  for (const auto& t : d.threads) names.insert(t.name);
+  EXPECT_EQ(names, (std::set<std::string>{"worker-1", "worker-2"}));
+  EXPECT_EQ(Count(Frames(d, *FindThread(d, "worker-1")), "worker_loop"), 1);
+}
+
+TEST(Process, ForkChildWritesItsOwnDump) {
+  Outcome o = Record("fork", {Program("lifecycle-gcc"), "fork"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 2u) << o.run.err;
+  int child_pid = 0, parent_pid = 0;
+  ASSERT_EQ(sscanf(o.run.out.c_str(), "child %d", &child_pid), 1) << o.run.out;
+  ASSERT_NE(o.run.out.find("parent "), std::string::npos);
+  sscanf(o.run.out.c_str() + o.run.out.find("parent "), "parent %d", &parent_pid);
+  for (const auto& path : o.dumps) {
+    format::Dump d = MustOpen(path);
+    ASSERT_EQ(d.threads.size(), 1u);
+    auto frames = Frames(d, d.threads[0]);
+    if (static_cast<int>(d.process.pid) == child_pid) {
+      EXPECT_NE(path.find("-" + std::to_string(child_pid) + "-1.lbk"), std::string::npos);
+      EXPECT_EQ(Count(frames, "child_work"), 1);
+      EXPECT_EQ(Count(frames, "parent_work"), 0) << "the child's ring must start empty";
+    } else {
+      EXPECT_EQ(static_cast<int>(d.process.pid), parent_pid);
+      EXPECT_EQ(Count(frames, "parent_work"), 2);
+      EXPECT_EQ(Count(frames, "child_work"), 0);
+    }
+  }
+}
+
+class NonLocalExits : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NonLocalExits, ExceptionsThroughThreeFramesKeepNesting) {
+  Outcome o = Record(std::string("exceptions-") + GetParam(), {Program(GetParam()), "exceptions"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  format::Dump d = MustOpen(o.dumps[0]);
+  model::MatchStats st;
+  auto frames = Frames(d, d.threads[0], &st);
+  // Each outer() is a direct child of main, however the compiler unwinds.
+  int outers = 0;
+  for (const auto& f : frames) {
+    if (f.name == "outer") {
+      ++outers;
+      EXPECT_EQ(f.depth, 1u);
+    }
+    if (f.name == "after_exceptions") {
+      EXPECT_EQ(f.depth, 1u);
+    }
+    if (f.name == "thrower") {
+      EXPECT_EQ(f.depth, 3u);
+    }
+  }
+  EXPECT_EQ(outers, 3);
+  EXPECT_EQ(Count(frames, "after_exceptions"), 1);
+  EXPECT_EQ(st.open, 0u);
+}
+
+TEST_P(NonLocalExits, LongjmpOutOfThreeFramesKeepsNesting) {
+  Outcome o = Record(std::string("longjmp-") + GetParam(), {Program(GetParam()), "longjmp"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  format::Dump d = MustOpen(o.dumps[0]);
+  model::MatchStats st;
+  auto frames = Frames(d, d.threads[0], &st);
+  EXPECT_EQ(Count(frames, "jouter"), 3);
+  for (const auto& f : frames) {
+    if (f.name == "jouter" || f.name == "after_longjmp") {
+      EXPECT_EQ(f.depth, 1u) << f.name;
+    }
+  }
+  EXPECT_GE(st.unwound, 9u);  // jouter, jmid, jumper, three times: no exit hook runs on longjmp
+  EXPECT_EQ(st.open, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Compilers, NonLocalExits, ::testing::Values("lifecycle-gcc", "lifecycle-clang"),
+                         [](const auto& info) { return std::string(info.param).substr(10); });
+
+TEST(Process, SignalHandlersThatRunTracedCodeAreRecorded) {
+  Outcome o = Record("signals", {Program("lifecycle-gcc"), "signals"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  format::Dump d = MustOpen(o.dumps[0]);
+  model::MatchStats st;
+  auto frames = Frames(d, d.threads[0], &st);
+  EXPECT_GT(Count(frames, "handler_fn"), 10);
+  EXPECT_GT(Count(frames, "mid_work"), 1000);
+}
+
+TEST(Time, ACallLongerThanTheTruncationPeriodKeepsItsDuration) {
+  // 1.8 s: more than four 2^30-tick periods and more than Hubble's 2^32 ticks.
+  Outcome o = Record("long-call", {Program("lifecycle-gcc"), "sleep", "1800"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  format::Dump d = MustOpen(o.dumps[0]);
+  symbolize::Symbolizer sym(d);
+  const model::ClockModel clock(d.clock);
+  model::CallMatcher m;
+  double ms = -1;
+  model::DecodeThread(d, d.threads[0], [&](const model::Event& e) {
+    m.OnEvent(e, [&](const model::Frame& f) {
+      if (sym.Name(f.key).rfind("long_call", 0) == 0) ms = clock.TicksToNs(f.end_tsc - f.start_tsc) / 1e6;
+    });
+  });
+  EXPECT_NEAR(ms, 1800, 60);
+}
+
+TEST(Config, BadEnvironmentValueIsReportedAndTracingGoesOn) {
+  Outcome o = Record("bad-env", {Program("lifecycle-gcc"), "short-threads", "1"}, {},
+                     {{"LOOKBACK_BUFFER_SIZE", "lots"}});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  EXPECT_NE(o.run.err.find("LOOKBACK_BUFFER_SIZE='lots' is not a size"), std::string::npos) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  EXPECT_EQ(MustOpen(o.dumps[0]).stats.buffer_bytes, 8u << 20);
+}
+
+TEST(Config, BadRecordFlagIsAUsageError) {
+  RunResult r = RunProgram({Cli(), "record", "--buffer-size", "huge", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--buffer-size 'huge' is not a size"), std::string::npos) << r.err;
+}
+
+TEST(DumpDir, UnwritableDirectoryGivesOneClearErrorAndTheProgramRunsOn) {
+  const std::string dir = FreshDir("unwritable");
+  const std::string blocker = dir + "/not-a-dir";
+  FILE* f = fopen(blocker.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fclose(f);
+  RunResult r = RunProgram({Cli(), "record", "--dir", blocker + "/dumps", "--", Program("lifecycle-gcc"), "short-threads", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  size_t n = 0;
+  for (size_t p = r.err.find("lookback: cannot create dump directory"); p != std::string::npos;
+       p = r.err.find("lookback: cannot create dump directory", p + 1))
+    ++n;
+  EXPECT_EQ(n, 1u) << r.err;
+  EXPECT_EQ(ListFiles(dir), std::vector<std::string>{"not-a-dir"});
+}
+
+TEST(DumpDir, AFullDiskLeavesNoPartialFile) {
+  // RLIMIT_FSIZE makes write() fail with EFBIG as a full disk makes it fail
+  // with ENOSPC; the writer must remove its temporary file either way.
+  const std::string dir = FreshDir("full-disk");
+  RunResult r = RunProgram({"/bin/sh", "-c",
+                     "trap '' XFSZ; ulimit -f 1; exec \"$0\" record --dir \"$1\" -- \"$2\" short-threads 2",
+                     Cli(), dir + "/dumps", Program("lifecycle-gcc")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("cannot write dump"), std::string::npos) << r.err;
+  EXPECT_TRUE(ListFiles(dir + "/dumps").empty()) << "a partial or temporary file was left";
+}
+
+}  // namespace
+}  // namespace lookback::testing

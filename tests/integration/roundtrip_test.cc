@@ -1,0 +1,114 @@
+// Exact call-sequence round trip: what lookback decodes from a real
+// instrumented program equals what the program logged itself doing.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sys/stat.h>
+
+#include "harness.h"
+
+namespace lookback::testing {
+namespace {
+
+struct Variant {
+  const char* program;
+  int threads;
+  bool linked;  // linked with liblookback instead of preloaded by `lookback record`
+};
+
+std::string Name(const ::testing::TestParamInfo<Variant>& info) {
+  std::string n = std::string(info.param.program) + (info.param.threads > 1 ? "_mt" : "_st");
+  for (auto& c : n) c = (isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return n;
+}
+
+class RoundTrip : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(RoundTrip, DecodedSequenceEqualsGroundTruth) {
+  const Variant v = GetParam();
+  const std::string prog = Program(v.program);
+  struct stat st;
+  if (stat(prog.c_str(), &st) != 0) GTEST_SKIP() << prog << " not built (compiler missing)";
+  const std::string dir = FreshDir(std::string("roundtrip-") + Name({v, 0}));
+  const std::string gt = dir + "/ground-truth.txt";
+  const std::vector<std::string> args = {prog, std::to_string(v.threads), v.threads > 1 ? "300" : "600", "42", gt};
+  RunResult r;
+  if (v.linked) {
+    r = RunProgram(args, {{"LOOKBACK_DIR", dir + "/dumps"}, {"LOOKBACK_DUMP_AT_EXIT", "1"}});
+  } else {
+    std::vector<std::string> rec = {Cli(), "record", "--dir", dir + "/dumps", "--"};
+    rec.insert(rec.end(), args.begin(), args.end());
+    r = RunProgram(rec);
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+
+  const auto truth = GroundTruth(gt);
+  ASSERT_EQ(truth.size(), static_cast<size_t>(v.threads > 1 ? v.threads : 1));
+  std::set<uint64_t> keys;
+  for (const auto& [tid, evs] : truth) {
+    for (const auto& e : evs) keys.insert(e.key);
+  }
+  format::Dump d = MustOpen(dumps[0]);
+  auto decoded = DumpEvents(d);
+  size_t compared = 0;
+  for (const auto& [tid, evs] : truth) {
+    ASSERT_TRUE(decoded.count(tid)) << "thread " << tid << " missing from the dump";
+    std::vector<TEvent> got;
+    for (const auto& e : decoded[tid]) {
+      if (keys.count(e.key)) got.push_back(e);
+    }
+    ASSERT_EQ(got.size(), evs.size()) << "thread " << tid;
+    for (size_t i = 0; i < evs.size(); ++i) {
+      ASSERT_EQ(got[i], evs[i]) << "thread " << tid << " event " << i;
+    }
+    compared += evs.size();
+  }
+  EXPECT_GT(compared, 1000u);
+
+  // The CLI decodes the same stream and names the functions.
+  RunResult ev = RunProgram({Cli(), "events", dumps[0]});
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  EXPECT_NE(ev.out.find("f3("), std::string::npos) << "symbolized names missing";
+}
+
+INSTANTIATE_TEST_SUITE_P(Compilers, RoundTrip,
+                         ::testing::Values(Variant{"roundtrip-gcc-O0", 1, false}, Variant{"roundtrip-gcc-O2", 1, false},
+                                           Variant{"roundtrip-clang-O0", 1, false},
+                                           Variant{"roundtrip-clang-O2", 1, false},
+                                           Variant{"roundtrip-gcc-O0", 4, false}, Variant{"roundtrip-gcc-O2", 4, false},
+                                           Variant{"roundtrip-clang-O0", 4, false},
+                                           Variant{"roundtrip-clang-O2", 4, false},
+                                           Variant{"roundtrip-clang-O2-after-inlining", 4, false},
+                                           Variant{"roundtrip-gcc-O2-linked", 4, true}),
+                         Name);
+
+TEST(RingWrap, KeepsExactlyTheNewestRecords) {
+  const std::string prog = Program("roundtrip-gcc-O2");
+  const std::string dir = FreshDir("ring-wrap");
+  const std::string gt = dir + "/ground-truth.txt";
+  RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--buffer-size", "16K", "--", prog, "1", "3000", "7", gt});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u);
+  format::Dump d = MustOpen(dumps[0]);
+  ASSERT_EQ(d.threads.size(), 1u);
+  EXPECT_TRUE(d.threads[0].flags & format::kThreadWrapped);
+  EXPECT_GT(d.threads[0].lost, 0u);
+  const auto truth = GroundTruth(gt).begin()->second;
+  std::set<uint64_t> keys;
+  for (const auto& e : truth) keys.insert(e.key);
+  std::vector<TEvent> got;
+  for (const auto& e : DumpEvents(d).begin()->second) {
+    if (keys.count(e.key)) got.push_back(e);
+  }
+  ASSERT_GT(got.size(), 1000u);  // 2048 slots, minus announcements and main's own records
+  ASSERT_LT(got.size(), truth.size());
+  // The window is exactly the tail of what ran.
+  const std::vector<TEvent> tail(truth.end() - static_cast<ptrdiff_t>(got.size()), truth.end());
+  EXPECT_EQ(got, tail);
+}
+
+}  // namespace
+}  // namespace lookback::testing

@@ -1,0 +1,157 @@
+// One instrumented program, several process-life scenarios:
+//   lifecycle short-threads N   N short-lived named threads, one after another
+//   lifecycle fork              parent and child both trace after fork()
+//   lifecycle exceptions        C++ exceptions thrown through three frames
+//   lifecycle longjmp           longjmp out of three frames
+//   lifecycle signals           a 10 kHz timer signal whose handler is traced
+//   lifecycle sleep MS          one call that lasts MS milliseconds
+//   lifecycle wait SECONDS      calls tick() every 10 ms; prints "ready PID"
+//   lifecycle named-workers     threads that rename themselves worker-1, worker-2, other
+#include <pthread.h>
+
+#include "ground_truth.h"
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#define NOINLINE LB_TEST_NOINLINE
+#define NOINST __attribute__((no_instrument_function))
+
+volatile int g_sink;
+extern "C" {
+NOINLINE void leaf_work() { g_sink = g_sink + 1; }
+NOINLINE void mid_work() {
+  leaf_work();
+  leaf_work();
+}
+NOINLINE void thread_body() { mid_work(); }
+NOINLINE void child_work() { mid_work(); }
+NOINLINE void parent_work() { mid_work(); }
+NOINLINE void thrower(int i) {
+  leaf_work();
+  if (i >= 0) throw std::runtime_error("boom");
+}
+NOINLINE void middle(int i) {
+  thrower(i);
+  leaf_work();
+}
+NOINLINE void outer(int i) {
+  middle(i);
+  leaf_work();
+}
+NOINLINE void after_exceptions() { leaf_work(); }
+jmp_buf g_jmp;
+NOINLINE void jumper() {
+  leaf_work();
+  longjmp(g_jmp, 1);
+}
+NOINLINE void jmid() { jumper(); leaf_work(); }
+NOINLINE void jouter() { jmid(); leaf_work(); }
+NOINLINE void after_longjmp() { leaf_work(); }
+NOINLINE void handler_fn() { g_sink = g_sink + 7; }
+NOINLINE void long_call(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+NOINLINE void after_sleep() { leaf_work(); }
+NOINLINE void tick() { leaf_work(); }
+NOINLINE void worker_loop() { for (int i = 0; i < 100; ++i) mid_work(); }
+}
+
+NOINST static void OnAlarm(int) { handler_fn(); }
+
+NOINST static void NamedThread(const char* name) {
+  pthread_setname_np(pthread_self(), name);
+  worker_loop();
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: lifecycle MODE [ARG]\n");
+    return 2;
+  }
+  // No std::string here: clang 14 with libstdc++ 12 fails to link its
+  // instrumented inline members.
+  const char* m = argv[1];
+  auto mode_is = [m](const char* x) { return strcmp(m, x) == 0; };
+  const int arg = argc > 2 ? atoi(argv[2]) : 0;
+  if (mode_is("short-threads")) {
+    for (int i = 0; i < arg; ++i) {
+      std::thread t([i] {
+        char name[16];
+        snprintf(name, sizeof name, "short-%d", i);
+        pthread_setname_np(pthread_self(), name);
+        thread_body();
+      });
+      t.join();
+    }
+  } else if (mode_is("fork")) {
+    parent_work();
+    pid_t pid = fork();
+    if (pid == 0) {
+      child_work();
+      printf("child %d\n", getpid());
+      return 0;  // a normal exit: the child's own exit dump
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    parent_work();
+    printf("parent %d child %d status %d\n", getpid(), pid, status);
+  } else if (mode_is("exceptions")) {
+    for (int i = 0; i < 3; ++i) {
+      try {
+        outer(i);
+      } catch (const std::exception&) {
+      }
+    }
+    after_exceptions();
+  } else if (mode_is("longjmp")) {
+    for (int i = 0; i < 3; ++i) {
+      if (setjmp(g_jmp) == 0) jouter();
+    }
+    after_longjmp();
+  } else if (mode_is("signals")) {
+    signal(SIGALRM, OnAlarm);
+    itimerval it{{0, 100}, {0, 100}};
+    setitimer(ITIMER_REAL, &it, nullptr);
+    timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+      for (int i = 0; i < 1000; ++i) mid_work();
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < 300);
+    itimerval off{};
+    setitimer(ITIMER_REAL, &off, nullptr);
+  } else if (mode_is("sleep")) {
+    long_call(arg);
+    after_sleep();
+  } else if (mode_is("wait")) {
+    printf("ready %d\n", getpid());
+    fflush(stdout);
+    for (int i = 0; i < arg * 100; ++i) {
+      tick();
+      usleep(10000);
+      if (access("stop", F_OK) == 0) break;
+    }
+  } else if (mode_is("named-workers")) {
+    std::thread a(NamedThread, "worker-1"), b(NamedThread, "worker-2"), c(NamedThread, "other");
+    a.join();
+    b.join();
+    c.join();
+  } else {
+    fprintf(stderr, "unknown mode %s\n", m);
+    return 2;
+  }
+  return 0;
+}

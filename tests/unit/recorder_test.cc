@@ -1,0 +1,150 @@
+// The recorder's encoding, driven through the real fast path with a fake
+// clock (RecordAt), dumped by the real writer and read back by the reader.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "format/format.h"
+#include "runtime/runtime.h"
+#include "test_util.h"
+
+namespace lookback::testing {
+namespace {
+
+constexpr uint64_t kTscHz = 2600000000ull;  // this machine's TSC, for realistic gaps
+constexpr uint64_t kExe = 0x55d0c0de1000ull;
+
+TEST(Recorder, RebuildsTimestampsAcrossTruncationWrap) {
+  // Every gap crosses at least one 2^30-tick epoch; one call lasts 2^33 ticks
+  // (3.3 s), longer than Hubble's 32-bit truncation could represent.
+  const uint64_t t0 = 0x123456789abull;
+  const std::vector<Ev> evs = {
+      {false, kExe + 0x10, t0},
+      {false, kExe + 0x20, t0 + (1ull << 30) + 12345},
+      {true, kExe + 0x20, t0 + (1ull << 30) + 12345 + (1ull << 33)},
+      {false, kExe + 0x30, t0 + (3ull << 32) + 7},
+      {true, kExe + 0x30, t0 + (3ull << 32) + 8},
+      {true, kExe + 0x10, t0 + (5ull << 32) + 1},
+  };
+  const uint32_t tid = OnFreshThread([&] {
+    for (const auto& e : evs) Emit(e);
+  });
+  EXPECT_EQ(DecodedEvents(DumpNow(), tid), evs);
+}
+
+TEST(Recorder, RebuildsTimestampsAfterAnHourIdle) {
+  const uint64_t t0 = 0x7777777777ull;
+  const uint64_t hour = 3600 * kTscHz;
+  const std::vector<Ev> evs = {
+      {false, kExe + 0x10, t0},       {false, kExe + 0x20, t0 + 100}, {true, kExe + 0x20, t0 + 100 + hour},
+      {true, kExe + 0x10, t0 + 101 + hour}, {false, kExe + 0x30, t0 + 2 * hour}, {true, kExe + 0x30, t0 + 2 * hour + 5},
+  };
+  const uint32_t tid = OnFreshThread([&] {
+    for (const auto& e : evs) Emit(e);
+  });
+  EXPECT_EQ(DecodedEvents(DumpNow(), tid), evs);
+}
+
+TEST(Recorder, KeepsKeysWhoseUpperBitsChange) {
+  // Executable, shared library, and managed-runtime method ids interleaved:
+  // every change of the key's upper bits costs one FN_BASE record.
+  const uint64_t lib = 0x7f3a12340000ull;
+  const uint64_t method = LB_METHOD_KEY(42);
+  const std::vector<Ev> evs = {
+      {false, kExe + 1, 1000}, {false, lib + 2, 1001}, {false, method, 1002}, {true, method, 1003},
+      {true, lib + 2, 1004},   {false, kExe + 5, 1005}, {true, kExe + 5, 1006}, {true, kExe + 1, 1007},
+  };
+  const uint32_t tid = OnFreshThread([&] {
+    for (const auto& e : evs) Emit(e);
+  });
+  EXPECT_EQ(DecodedEvents(DumpNow(), tid), evs);
+}
+
+TEST(Recorder, DropsOldestWhenRingIsFull) {
+  // LOOKBACK_BUFFER_SIZE=4096 in this test's environment: 512 slots.
+  std::vector<Ev> evs;
+  for (uint64_t i = 0; i < 20000; ++i) evs.push_back({(i & 1) != 0, kExe + 16 * (i / 2 % 37), 5000000 + i * 40000});
+  const uint32_t tid = OnFreshThread([&] {
+    for (const auto& e : evs) Emit(e);
+  });
+  model::DecodeStats st;
+  const std::vector<Ev> got = DecodedEvents(DumpNow(), tid, &st);
+  ASSERT_GE(got.size(), 400u);  // 512 slots minus EPOCH/FN_BASE announcements
+  ASSERT_LE(got.size(), 512u);
+  EXPECT_EQ(st.undecodable_prefix, 0u);
+  const std::vector<Ev> newest(evs.end() - static_cast<ptrdiff_t>(got.size()), evs.end());
+  EXPECT_EQ(got, newest);
+}
+
+TEST(Recorder, DropsKeysAboveTheKeySpace) {
+  const uint32_t before = rt::R().stats.invalid_keys.load();
+  const uint32_t tid = OnFreshThread([&] {
+    Emit({false, kExe, 10});
+    Emit({false, format::kKeyLimit + 5, 11});
+    Emit({true, kExe, 12});
+  });
+  EXPECT_EQ(DecodedEvents(DumpNow(), tid), (std::vector<Ev>{{false, kExe, 10}, {true, kExe, 12}}));
+  EXPECT_EQ(rt::R().stats.invalid_keys.load(), before + 1);
+}
+
+TEST(Recorder, MarksResumeAfterThreadDisable) {
+  std::string path;
+  const uint32_t tid = OnFreshThread([&] {
+    Emit({false, kExe, 10});
+    lb_thread_disable();
+    EXPECT_FALSE(lb_thread_is_tracing());
+    Emit({true, kExe, 11});  // dropped: tracing is off
+    lb_thread_enable();
+    EXPECT_TRUE(lb_thread_is_tracing());
+    Emit({false, kExe + 8, 12});
+  });
+  auto d = format::Dump::Open(DumpNow());
+  ASSERT_TRUE(d.ok());
+  int resumes = 0, events = 0;
+  for (const auto& t : d.value().threads) {
+    if (t.tid != tid) continue;
+    model::DecodeThread(d.value(), t, [&](const model::Event& e) {
+      resumes += e.kind == model::EventKind::kResume;
+      events += e.kind != model::EventKind::kResume;
+    });
+  }
+  EXPECT_EQ(resumes, 1);
+  EXPECT_EQ(events, 2);
+}
+
+// The writer keeps going while SnapshotRing copies: every snapshot must be a
+// contiguous run of what was written (no torn, stale or half-written slot).
+TEST(Recorder, SnapshotsWhileWritingHaveNoTornRecords) {
+  std::atomic<rt::Ring*> ring{nullptr};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    Emit({false, kExe, 0});
+    ring.store(lb_tls_ring);
+    for (uint64_t i = 1; !stop.load(std::memory_order_relaxed); ++i) Emit({(i & 1) != 0, kExe + (i % 1000), 16 * i});
+  });
+  while (ring.load() == nullptr) std::this_thread::yield();
+  std::vector<uint64_t> snap;
+  uint64_t checked = 0;
+  for (int k = 0; k < 2000; ++k) {
+    rt::SnapshotRing(*ring.load(), &snap);
+    uint64_t prev_tsc_low = ~uint64_t{0}, prev_key = 0;
+    for (uint64_t r : snap) {
+      if (!format::IsEvent(r)) continue;
+      const uint64_t tl = format::EventTscLow(r), key = format::EventKeyLow(r);
+      if (prev_tsc_low != ~uint64_t{0}) {
+        ASSERT_EQ(tl, (prev_tsc_low + 16) & format::kTscLowMask) << "snapshot " << k;
+        ASSERT_EQ(key, ((prev_key - (kExe & 0xffffffff) + 1) % 1000) + (kExe & 0xffffffff)) << "snapshot " << k;
+        ++checked;
+      }
+      prev_tsc_low = tl;
+      prev_key = key;
+    }
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(checked, 100000u);
+}
+
+}  // namespace
+}  // namespace lookback::testing

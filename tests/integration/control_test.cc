@@ -110,7 +110,7 @@ TEST(DumpOnDemand, ContinuousDumpsWhileEightThreadsTraceHaveNoTornRecord) {
     }
     EXPECT_EQ(hammers, 8) << path;
   }
-  EXPECT_GT(checked, 1000000u);
+  EXPECT_GT(checked, 200000u);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 //
 //   listing1_driver [--dir DIR] [--rounds N] [--work 0,1,10,100,1000]
 //                   [--compilers gcc,clang] [--scale F] [--no-uftrace]
-//                   [--no-first-lap] [--raw FILE.csv] [--quick]
+//                   [--no-first-lap] [--static] [--raw FILE.csv] [--quick]
 //
 // Each variant is a separate binary (built by bench/CMakeLists.txt next to
 // this driver) that times its own loop with CLOCK_MONOTONIC after a warm-up
@@ -40,10 +40,15 @@ constexpr int kTracePointsPerCall = 2 * kFunctionsPerCall;
 // 2^20 slots / 20 records per call = 52429 calls fill the ring once.
 constexpr long kWarmupCalls = 60000;
 
-enum Kind { kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace, kKinds };
-const char* const kKindNames[kKinds] = {"uninstrumented", "glibc no-op hooks", "lookback, tracing off",
-                                        "lookback, tracing on", "floor hook", "uftrace record"};
-const char* const kKindShort[kKinds] = {"plain", "glibc", "lb-off", "lb-on", "floor", "uftrace"};
+// kLbStaticOff/On (--static): liblookback.a linked into the executable, so no
+// PLT jump and no GOT load of the TLS offset: a diagnostic, not a goal.
+enum Kind { kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace, kLbStaticOff, kLbStaticOn, kKinds };
+const char* const kKindNames[kKinds] = {"uninstrumented",       "glibc no-op hooks", "lookback, tracing off",
+                                        "lookback, tracing on", "floor hook",        "uftrace record",
+                                        "lookback static, off", "lookback static, on"};
+const char* const kKindShort[kKinds] = {"plain", "glibc", "lb-off", "lb-on", "floor", "uftrace", "lbs-off", "lbs-on"};
+bool IsLookback(int k) { return k == kLbOff || k == kLbOn || k == kLbStaticOff || k == kLbStaticOn; }
+bool IsLookbackOn(int k) { return k == kLbOn || k == kLbStaticOn; }
 
 struct Variant {
   std::string compiler;  // "gcc" or "clang"
@@ -60,6 +65,7 @@ struct Options {
   bool uftrace = true;
   long warmup = kWarmupCalls;
   bool first_lap = true;
+  bool with_static = false;
   std::string raw;
 };
 
@@ -235,8 +241,8 @@ struct Runner {
     std::vector<std::string> args = {v.binary, std::to_string(work), std::to_string(calls), std::to_string(warmup)};
     std::vector<std::string> env;
     std::string dir;
-    if (v.kind == kLbOff || v.kind == kLbOn) {
-      env = LookbackEnv(v.kind == kLbOn, tmp_root, false);
+    if (IsLookback(v.kind)) {
+      env = LookbackEnv(IsLookbackOn(v.kind), tmp_root, false);
     } else if (v.kind == kUftrace) {
       dir = MakeTempDir("uftrace");
       args.insert(args.begin(), {uftrace, "record", "-d", dir});
@@ -264,7 +270,8 @@ std::string Fmt(double v, int prec) {
 void Usage() {
   fprintf(stderr,
           "usage: listing1_driver [--dir DIR] [--rounds N] [--work 0,1,10,100,1000] [--compilers gcc,clang]\n"
-          "                       [--scale F] [--no-uftrace] [--no-first-lap] [--raw FILE.csv] [--quick]\n");
+          "                       [--scale F] [--no-uftrace] [--no-first-lap] [--static]\n"
+          "                       [--raw FILE.csv] [--quick]\n");
   exit(2);
 }
 
@@ -292,6 +299,8 @@ int main(int argc, char** argv) {
       o.scale = atof(next().c_str());
     } else if (a == "--no-uftrace") {
       o.uftrace = false;
+    } else if (a == "--static") {
+      o.with_static = true;
     } else if (a == "--no-first-lap") {
       o.first_lap = false;
     } else if (a == "--raw") {
@@ -318,12 +327,13 @@ int main(int argc, char** argv) {
   }
 
   // ---- the variants present ------------------------------------------------
-  const char* const kSuffix[kKinds] = {"plain", "glibc", "lookback", "lookback", "floor", "pg"};
+  const char* const kSuffix[kKinds] = {"plain", "glibc", "lookback", "lookback", "floor", "pg", "lbstatic", "lbstatic"};
   std::vector<Variant> variants;
   for (const auto& c : o.compilers) {
     for (int k = 0; k < kKinds; ++k) {
       const std::string bin = o.dir + "/listing1_" + c + "_" + kSuffix[k];
       if (k == kUftrace && runner.uftrace.empty()) continue;
+      if ((k == kLbStaticOff || k == kLbStaticOn) && !o.with_static) continue;
       if (!IsExecutable(bin)) {
         if (k == kPlain) {
           fprintf(stderr, "listing1_driver: %s not built: skipping %s\n", bin.c_str(), c.c_str());
@@ -339,15 +349,15 @@ int main(int argc, char** argv) {
 
   // ---- untimed checks: lookback's hooks are the ones called ----------------
   for (const auto& v : variants) {
-    if (v.kind != kLbOn && v.kind != kLbOff) continue;
+    if (!IsLookback(v.kind)) continue;
     const std::string dir = MakeTempDir("check");
     const std::vector<std::string> args = {v.binary, "0", "1000", "0"};
-    RunOutput out = Spawn(args, runner.LookbackEnv(v.kind == kLbOn, dir, true));
+    RunOutput out = Spawn(args, runner.LookbackEnv(IsLookbackOn(v.kind), dir, true));
     const int dumps = CountEntries(dir);
     RemoveTree(dir);
     if (!out.ok) Die(v.binary + " failed:\n" + out.text);
-    if (v.kind == kLbOn && dumps < 1) Die(v.binary + ": tracing on, but no dump at exit: are lookback's hooks linked?");
-    if (v.kind == kLbOff && dumps != 0) Die(v.binary + ": LOOKBACK_ENABLED=0, yet a dump was written");
+    if (IsLookbackOn(v.kind) && dumps < 1) Die(v.binary + ": tracing on, but no dump at exit: are lookback's hooks linked?");
+    if (!IsLookbackOn(v.kind) && dumps != 0) Die(v.binary + ": LOOKBACK_ENABLED=0, yet a dump was written");
   }
 
   // ---- interleaved rounds ----------------------------------------------------

@@ -79,6 +79,7 @@ int Run(const InfoOptions& o) {
     uint32_t tid;
     std::string name;
     std::vector<model::CallMatcher::Open> stack;
+    uint64_t snapshot_tsc;
   };
   std::vector<Where> wheres;
   for (const auto& t : d.threads) {
@@ -96,7 +97,7 @@ int Run(const InfoOptions& o) {
     if (m.stats().unwound) state += fmt::format(", {} missing exits repaired", m.stats().unwound);
     fmt::print("  {:>8}  {:<16} {:>10} {:>10} {:>10} {:>10}  {}\n", t.tid, t.name, t.record_count, st.events, t.lost,
                first ? HumanNs(clock.TicksToNs(last - first)) : "-", state);
-    wheres.push_back({t.tid, t.name, m.stack()});
+    wheres.push_back({t.tid, t.name, m.stack(), t.snapshot_tsc});
   }
   fmt::print("\nWhere each thread was when the dump was taken (innermost last):\n");
   for (const auto& w : wheres) {
@@ -107,7 +108,10 @@ int Run(const InfoOptions& o) {
     for (size_t i = from; i < n; ++i) {
       const auto& s = sym.Lookup(w.stack[i].key);
       std::string where = s.file.empty() ? "" : fmt::format("  ({}:{})", s.file.substr(s.file.rfind('/') + 1), s.line);
-      fmt::print("    {}{}{}\n", std::string(2 * (i - from), ' '), s.name, where);
+      const uint64_t start = w.stack[i].start_tsc;
+      const std::string running =
+          w.snapshot_tsc > start ? fmt::format("  [running for {}]", HumanNs(clock.TicksToNs(w.snapshot_tsc - start))) : "";
+      fmt::print("    {}{}{}{}\n", std::string(2 * (i - from), ' '), s.name, where, running);
     }
   }
   return kExitOk;

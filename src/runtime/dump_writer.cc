@@ -71,12 +71,6 @@ std::string ThreadName(uint32_t tid) {
   return s;
 }
 
-std::string ProcessName() {
-  std::string s = ReadSmallFile("/proc/self/comm");
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
-  return s.empty() ? "process" : s;
-}
-
 struct ModuleInfo {
   uint64_t bias = 0, lo = ~uint64_t{0}, hi = 0;
   std::string build_id, path;
@@ -182,7 +176,6 @@ DumpOutcome WriteDumpLocked(const std::string& reason) {
   ReclaimExitedRings();  // a dump holds at most keep_exited exited threads
   const std::string& dir = rt.config.dir;
   if (!MakeDirs(dir, &out.error)) return out;
-  if (rt.process_name.empty()) rt.process_name = ProcessName();
   const uint32_t seq = rt.dump_seq.fetch_add(1) + 1;
   const std::string name = rt.process_name + "-" + std::to_string(rt.pid) + "-" + std::to_string(seq) + ".lbk";
   const std::string final_path = dir + "/" + name;

@@ -115,6 +115,11 @@ Ring* ThreadInit() {
     return nullptr;
   }
   Ring* r = AllocateRing(rt);
+  if (r != nullptr) {  // everything a dumper reads is set before Register publishes the ring
+    r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    r->start_tsc = __rdtsc();
+    r->state.store(kRingLive, std::memory_order_relaxed);
+  }
   if (r != nullptr && !Register(rt, r)) {
     rt.reserved_bytes.fetch_sub(r->map_bytes, std::memory_order_relaxed);
     munmap(r, r->map_bytes);
@@ -127,9 +132,6 @@ Ring* ThreadInit() {
     SayOnce("ring memory cap reached (LOOKBACK_MAX_MEMORY / LOOKBACK_MAX_THREADS): further threads are not traced");
     return nullptr;
   }
-  r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  r->start_tsc = __rdtsc();
-  r->state.store(kRingLive, std::memory_order_release);
   pthread_setspecific(g_exit_key, r);
   rt.any_traced.store(true, std::memory_order_relaxed);
   tls_status = kStatusTracing;
@@ -193,6 +195,9 @@ void Initialise() {
   for (const auto& p : problems) Say(p.message);
   rt->pid = static_cast<uint32_t>(getpid());
   rt->start_clock = ReadClockPair();
+  char comm[17] = {};
+  prctl(PR_GET_NAME, comm, 0, 0, 0);  // at load time this is the main thread: the process name
+  rt->process_name = comm[0] ? comm : "process";
   rt->registry_size = rt->config.max_threads;
   void* reg = mmap(nullptr, sizeof(std::atomic<Ring*>) * rt->registry_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

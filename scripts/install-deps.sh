@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages lookback needs to build and test, if missing.
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds uftrace)
+set -euo pipefail
+pkgs=(cmake ninja-build g++ clang pkg-config libgtest-dev libcli11-dev libfmt-dev libdw-dev libelf-dev)
+[[ "${1:-}" == "--bench" ]] && pkgs+=(uftrace)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+echo "lookback: installing ${missing[*]}" >&2
+if [[ $(id -u) -eq 0 ]]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+elif command -v sudo >/dev/null; then
+  sudo apt-get update -qq
+  sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "lookback: please install: apt-get install ${missing[*]}" >&2
+  exit 1
+fi

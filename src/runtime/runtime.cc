@@ -43,6 +43,8 @@ __thread uint8_t tls_status __attribute__((tls_model("initial-exec"))) = kStatus
 __thread Ring* tls_own_ring __attribute__((tls_model("initial-exec"))) = nullptr;  // even while disabled
 // Set by a non-local exit (caught exception, longjmp); the next entry records its call site.
 __thread bool tls_unwind_pending __attribute__((tls_model("initial-exec"))) = false;
+// lb_thread_enable() was called: trace this thread even with LOOKBACK_ENABLED=0.
+__thread bool tls_enabled_by_api __attribute__((tls_model("initial-exec"))) = false;
 
 alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
 std::atomic<int> g_init_state{0};  // 0 none, 1 running, 2 done
@@ -103,7 +105,7 @@ Ring* ThreadInit() {
   lb_tls_ring = nullptr;
   if (!EnsureInitialised()) return nullptr;
   Runtime& rt = R();
-  if (!rt.config.enabled) {
+  if (!rt.config.enabled && !tls_enabled_by_api) {
     tls_status = kStatusDisabled;
     return nullptr;
   }
@@ -193,6 +195,10 @@ void Initialise() {
   std::vector<ConfigProblem> problems;
   rt->config = ParseConfig(GetEnv, &problems);
   for (const auto& p : problems) Say(p.message);
+  if (rt->config.dir[0] != '/') {  // the program may chdir before it dumps
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd) != nullptr) rt->config.dir = std::string(cwd) + "/" + rt->config.dir;
+  }
   rt->pid = static_cast<uint32_t>(getpid());
   rt->start_clock = ReadClockPair();
   char comm[17] = {};
@@ -405,6 +411,7 @@ void lb_thread_disable(void) {
 }
 
 void lb_thread_enable(void) {
+  tls_enabled_by_api = true;
   if (tls_status == kStatusDisabled) ResumeTracing();
 }
 

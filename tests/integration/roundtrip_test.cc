@@ -100,7 +100,8 @@ TEST(RingWrap, KeepsExactlyTheNewestRecords) {
   std::set<uint64_t> keys;
   for (const auto& e : truth) keys.insert(e.key);
   std::vector<TEvent> got;
-  for (const auto& e : DumpEvents(d).begin()->second) {
+  const auto decoded = DumpEvents(d);
+  for (const auto& e : decoded.begin()->second) {
     if (keys.count(e.key)) got.push_back(e);
   }
   ASSERT_GT(got.size(), 1000u);  // 2048 slots, minus announcements and main's own records

@@ -176,9 +176,14 @@ DumpOutcome WriteDumpLocked(const std::string& reason) {
   ReclaimExitedRings();  // a dump holds at most keep_exited exited threads
   const std::string& dir = rt.config.dir;
   if (!MakeDirs(dir, &out.error)) return out;
-  const uint32_t seq = rt.dump_seq.fetch_add(1) + 1;
-  const std::string name = rt.process_name + "-" + std::to_string(rt.pid) + "-" + std::to_string(seq) + ".lbk";
-  const std::string final_path = dir + "/" + name;
+  // After an exec the same pid counts from 1 again: never replace a dump.
+  uint32_t seq;
+  std::string name, final_path;
+  do {
+    seq = rt.dump_seq.fetch_add(1) + 1;
+    name = rt.process_name + "-" + std::to_string(rt.pid) + "-" + std::to_string(seq) + ".lbk";
+    final_path = dir + "/" + name;
+  } while (access(final_path.c_str(), F_OK) == 0);
   const std::string tmp_path = dir + "/." + name + ".tmp";
   int fd = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -312,9 +317,10 @@ DumpOutcome WriteDumpLocked(const std::string& reason) {
   if (err == 0 && pwrite(fd, h.data(), h.size(), 0) != static_cast<ssize_t>(h.size())) err = errno ? errno : EIO;
   if (err == 0 && fsync(fd) != 0) err = errno;
   if (close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && rename(tmp_path.c_str(), final_path.c_str()) != 0) err = errno;
+  // link() never replaces an existing file, unlike rename().
+  if (err == 0 && link(tmp_path.c_str(), final_path.c_str()) != 0) err = errno;
+  unlink(tmp_path.c_str());
   if (err != 0) {
-    unlink(tmp_path.c_str());
     out.error = "cannot write dump '" + final_path + "': " + strerror(err);
     return out;
   }

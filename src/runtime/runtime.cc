@@ -417,6 +417,16 @@ void lb_thread_enable(void) {
 
 void lb_note_nonlocal_exit(void) { NoteNonLocalExit(); }
 
+void lb_before_exec(void) {
+  if (g_init_state.load(std::memory_order_acquire) != 2) return;
+  Runtime& rt = R();
+  if (!rt.config.dump_at_exit || !rt.any_traced.load(std::memory_order_relaxed)) return;
+  Ring* saved = lb_tls_ring;
+  lb_tls_ring = nullptr;
+  WriteDump("exec");
+  lb_tls_ring = saved;
+}
+
 int lb_thread_is_tracing(void) {
   Ring* r = lb_tls_ring;
   return r != nullptr && r != &lb_sentinel_ring;

@@ -79,6 +79,8 @@ uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) __attribute__((
 // A caught exception or longjmp just left frames without exits on this
 // thread: the next entry records its call site (ControlKind::kUnwindTo).
 extern "C" void lb_note_nonlocal_exit(void) __attribute__((no_instrument_function));
+// Called by the exec interposers: the dump an exit would have written.
+extern "C" void lb_before_exec(void) __attribute__((no_instrument_function));
 void NoteNonLocalExit() __attribute__((no_instrument_function));
 
 // The calling thread is lookback's control thread: never traced.

@@ -121,6 +121,22 @@ TEST(Process, ForkChildWritesItsOwnDump) {
   }
 }
 
+TEST(Process, ExecWritesADumpBeforeTheImageIsReplaced) {
+  Outcome o = Record("exec", {Program("lifecycle-gcc"), "exec"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 2u) << o.run.err;
+  std::set<std::string> reasons;
+  for (const auto& path : o.dumps) {
+    format::Dump d = MustOpen(path);
+    reasons.insert(d.process.reason);
+    auto frames = Frames(d, d.threads[0]);
+    if (d.process.reason == "exec") {
+      EXPECT_EQ(Count(frames, "parent_work"), 1);
+    }
+  }
+  EXPECT_EQ(reasons, (std::set<std::string>{"exec", "exit"}));
+}
+
 class NonLocalExits : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(NonLocalExits, ExceptionsThroughThreeFramesKeepNesting) {

@@ -7,6 +7,7 @@
 //   lifecycle sleep MS          one call that lasts MS milliseconds
 //   lifecycle wait SECONDS      calls tick() every 10 ms; prints "ready PID"
 //   lifecycle named-workers     threads that rename themselves worker-1, worker-2, other
+//   lifecycle exec              calls parent_work, then execs itself as `lifecycle short-threads 1`
 #include <pthread.h>
 
 #include "ground_truth.h"
@@ -144,6 +145,12 @@ int main(int argc, char** argv) {
       usleep(10000);
       if (access("stop", F_OK) == 0) break;
     }
+  } else if (mode_is("exec")) {
+    parent_work();
+    char* args[] = {argv[0], const_cast<char*>("short-threads"), const_cast<char*>("1"), nullptr};
+    execv("/proc/self/exe", args);
+    perror("execv");
+    return 1;
   } else if (mode_is("named-workers")) {
     std::thread a(NamedThread, "worker-1"), b(NamedThread, "worker-2"), c(NamedThread, "other");
     a.join();

@@ -3,7 +3,7 @@
 //
 //   listing1_driver [--dir DIR] [--rounds N] [--work 0,1,10,100,1000]
 //                   [--compilers gcc,clang] [--scale F] [--no-uftrace]
-//                   [--no-first-lap] [--static] [--raw FILE.csv] [--quick]
+//                   [--no-first-lap] [--extra] [--raw FILE.csv] [--quick]
 //
 // Each variant is a separate binary (built by bench/CMakeLists.txt next to
 // this driver) that times its own loop with CLOCK_MONOTONIC after a warm-up
@@ -40,15 +40,25 @@ constexpr int kTracePointsPerCall = 2 * kFunctionsPerCall;
 // 2^20 slots / 20 records per call = 52429 calls fill the ring once.
 constexpr long kWarmupCalls = 60000;
 
-// kLbStaticOff/On (--static): liblookback.a linked into the executable, so no
-// PLT jump and no GOT load of the TLS offset: a diagnostic, not a goal.
-enum Kind { kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace, kLbStaticOff, kLbStaticOn, kKinds };
-const char* const kKindNames[kKinds] = {"uninstrumented",       "glibc no-op hooks", "lookback, tracing off",
-                                        "lookback, tracing on", "floor hook",        "uftrace record",
-                                        "lookback static, off", "lookback static, on"};
-const char* const kKindShort[kKinds] = {"plain", "glibc", "lb-off", "lb-on", "floor", "uftrace", "lbs-off", "lbs-on"};
-bool IsLookback(int k) { return k == kLbOff || k == kLbOn || k == kLbStaticOff || k == kLbStaticOn; }
-bool IsLookbackOn(int k) { return k == kLbOn || k == kLbStaticOn; }
+// Diagnostics (--extra), not goals: kLbStatic*, liblookback.a linked into the
+// executable (no PLT jump, TLS offset an immediate); kLbNoPlt*, the program
+// built with -fno-plt (the hooks called through the GOT; clang 14 ignores
+// -fno-plt for its instrumentation calls).
+enum Kind {
+  kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace,
+  kLbStaticOff, kLbStaticOn, kLbNoPltOff, kLbNoPltOn, kKinds
+};
+const char* const kKindNames[kKinds] = {
+    "uninstrumented",       "glibc no-op hooks",    "lookback, tracing off", "lookback, tracing on",
+    "floor hook",           "uftrace record",       "lookback static, off",  "lookback static, on",
+    "lookback -fno-plt, off", "lookback -fno-plt, on"};
+const char* const kKindShort[kKinds] = {"plain",   "glibc",  "lb-off",     "lb-on",     "floor",
+                                        "uftrace", "lbs-off", "lbs-on", "lbnoplt-off", "lbnoplt-on"};
+const char* const kSuffix[kKinds] = {"plain", "glibc",    "lookback", "lookback", "floor",
+                                     "pg",    "lbstatic", "lbstatic", "lbnoplt",  "lbnoplt"};
+bool IsExtra(int k) { return k >= kLbStaticOff; }
+bool IsLookback(int k) { return k == kLbOff || k == kLbOn || k >= kLbStaticOff; }
+bool IsLookbackOn(int k) { return k == kLbOn || k == kLbStaticOn || k == kLbNoPltOn; }
 
 struct Variant {
   std::string compiler;  // "gcc" or "clang"
@@ -65,7 +75,7 @@ struct Options {
   bool uftrace = true;
   long warmup = kWarmupCalls;
   bool first_lap = true;
-  bool with_static = false;
+  bool extra = false;
   std::string raw;
 };
 
@@ -270,7 +280,7 @@ std::string Fmt(double v, int prec) {
 void Usage() {
   fprintf(stderr,
           "usage: listing1_driver [--dir DIR] [--rounds N] [--work 0,1,10,100,1000] [--compilers gcc,clang]\n"
-          "                       [--scale F] [--no-uftrace] [--no-first-lap] [--static]\n"
+          "                       [--scale F] [--no-uftrace] [--no-first-lap] [--extra]\n"
           "                       [--raw FILE.csv] [--quick]\n");
   exit(2);
 }
@@ -299,8 +309,8 @@ int main(int argc, char** argv) {
       o.scale = atof(next().c_str());
     } else if (a == "--no-uftrace") {
       o.uftrace = false;
-    } else if (a == "--static") {
-      o.with_static = true;
+    } else if (a == "--extra") {
+      o.extra = true;
     } else if (a == "--no-first-lap") {
       o.first_lap = false;
     } else if (a == "--raw") {
@@ -327,13 +337,12 @@ int main(int argc, char** argv) {
   }
 
   // ---- the variants present ------------------------------------------------
-  const char* const kSuffix[kKinds] = {"plain", "glibc", "lookback", "lookback", "floor", "pg", "lbstatic", "lbstatic"};
   std::vector<Variant> variants;
   for (const auto& c : o.compilers) {
     for (int k = 0; k < kKinds; ++k) {
       const std::string bin = o.dir + "/listing1_" + c + "_" + kSuffix[k];
       if (k == kUftrace && runner.uftrace.empty()) continue;
-      if ((k == kLbStaticOff || k == kLbStaticOn) && !o.with_static) continue;
+      if (IsExtra(k) && !o.extra) continue;
       if (!IsExecutable(bin)) {
         if (k == kPlain) {
           fprintf(stderr, "listing1_driver: %s not built: skipping %s\n", bin.c_str(), c.c_str());
@@ -382,7 +391,7 @@ int main(int argc, char** argv) {
         const Variant& v = variants[vi];
         long calls = CallsFor(work, o.scale);
         const long warmup = o.warmup;
-        if (v.kind == kUftrace) calls = std::max(calls / 10, 1000L);  // ~50 ns and 16 B per trace point, to disk
+        if (v.kind == kUftrace) calls = std::max(calls / 10, 1000L);  // >10x slower, 16 B per record to disk
         RunOutput out = runner.Run(v, work, calls, warmup);
         if (!out.ok) {
           fprintf(stderr, "listing1_driver: %s work=%d failed:\n%s\n", v.binary.c_str(), work, out.text.c_str());

@@ -22,7 +22,11 @@
 
 namespace lookback::rt {
 
-uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
+namespace {
+
+// One copy attempt; returns the index of the first record kept and whether
+// the owner overwrote part of what was copied.
+uint64_t CopyRing(const Ring& r, std::vector<uint64_t>* out, bool* overrun) {
   // Reader side of the ring protocol (hot_path.h). Records the owner may
   // overwrite while we copy are those with index <= pos2 - capacity +
   // kMaxSlotsPerPublish - 1 where pos2 is read after the copy: drop them.
@@ -34,12 +38,37 @@ uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
   std::atomic_thread_fence(std::memory_order_acquire);
   const uint64_t pos2 = __atomic_load_n(&r.pos, __ATOMIC_RELAXED);
   const uint64_t unsafe_below = pos2 + kMaxSlotsPerPublish > cap ? pos2 + kMaxSlotsPerPublish - cap : 0;
-  if (unsafe_below > begin) {
+  *overrun = unsafe_below > begin;
+  if (*overrun) {
     const uint64_t drop = std::min<uint64_t>(unsafe_below - begin, out->size());
     out->erase(out->begin(), out->begin() + static_cast<ptrdiff_t>(drop));
     begin += drop;
   }
   return begin;
+}
+
+}  // namespace
+
+uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
+  // A window of at least half a ring always holds an EPOCH and a FN_BASE
+  // (re-announced every half ring), so it decodes on its own. A writer that
+  // overran more than half the ring during the copy (a long preemption of
+  // the copying thread, a tiny ring) gets the copy retried a few times; the
+  // best window is kept and whatever it cannot decode is reported by readers.
+  const uint64_t decodable = r.capacity / 2 + 2 * kMaxSlotsPerPublish;
+  std::vector<uint64_t> attempt;
+  uint64_t best_first = 0;
+  out->clear();
+  for (int i = 0; i < 4; ++i) {
+    bool overrun = false;
+    const uint64_t first = CopyRing(r, &attempt, &overrun);
+    if (attempt.size() >= out->size()) {
+      out->swap(attempt);
+      best_first = first;
+    }
+    if (!overrun || out->size() >= decodable) break;
+  }
+  return best_first;
 }
 
 namespace {

@@ -106,7 +106,10 @@ TEST(DumpOnDemand, ContinuousDumpsWhileEightThreadsTraceHaveNoTornRecord) {
         prev = pos;
         prev_tsc = e.tsc;
       });
-      EXPECT_EQ(st.undecodable_prefix, 0u) << path;
+      // A window of half a ring or more always decodes in full (FORMAT.md).
+      if (t.record_count >= t.capacity / 2 + 8) {
+        EXPECT_EQ(st.undecodable_prefix, 0u) << path << " thread " << t.tid;
+      }
     }
     EXPECT_EQ(hammers, 8) << path;
   }

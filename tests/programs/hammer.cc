@@ -20,7 +20,7 @@
 
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_started{0};
-volatile int g_sink;
+thread_local volatile int g_sink;  // per thread: no data race between traced threads
 
 extern "C" {
 NOINLINE void p3() { g_sink = g_sink + 3; }

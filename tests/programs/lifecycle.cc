@@ -28,7 +28,7 @@
 #define NOINLINE LB_TEST_NOINLINE
 #define NOINST __attribute__((no_instrument_function))
 
-volatile int g_sink;
+thread_local volatile int g_sink;  // per thread: no data race between traced threads
 extern "C" {
 NOINLINE void leaf_work() { g_sink = g_sink + 1; }
 NOINLINE void mid_work() {

@@ -180,14 +180,24 @@ void AtForkChild() {
   ResetControlAfterFork();
 }
 
-void AtExit() {
-  Runtime& rt = R();
-  if (!rt.config.dump_at_exit || !rt.any_traced.load(std::memory_order_relaxed)) return;
+// Writes a dump on the calling thread, which records nothing meanwhile (its
+// own allocations must not land in its ring while it is being copied).
+DumpOutcome DumpOnThisThread(const char* reason) {
   Ring* saved = lb_tls_ring;
   lb_tls_ring = nullptr;
-  WriteDump("exit");
+  DumpOutcome out = WriteDump(reason);
   lb_tls_ring = saved;
+  return out;
 }
+
+// The process is about to end (exit) or lose its rings (exec).
+void DumpAtProcessEnd(const char* reason) {
+  if (g_init_state.load(std::memory_order_acquire) != 2) return;
+  Runtime& rt = R();
+  if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed)) DumpOnThisThread(reason);
+}
+
+void AtExit() { DumpAtProcessEnd("exit"); }
 
 void Initialise() {
   Runtime* rt = new (g_runtime_storage) Runtime;
@@ -393,10 +403,7 @@ int lb_dump_sync(const char* reason, char* path_out, size_t path_len) {
     if (path_out && path_len) snprintf(path_out, path_len, "lookback is not initialised");
     return -1;
   }
-  Ring* saved = lb_tls_ring;
-  lb_tls_ring = nullptr;  // our own allocations must not land in our ring mid-copy
-  DumpOutcome out = WriteDump(reason ? reason : "api");
-  lb_tls_ring = saved;
+  DumpOutcome out = DumpOnThisThread(reason ? reason : "api");
   if (path_out && path_len) snprintf(path_out, path_len, "%s", out.ok ? out.path.c_str() : out.error.c_str());
   return out.ok ? 0 : -1;
 }
@@ -417,15 +424,7 @@ void lb_thread_enable(void) {
 
 void lb_note_nonlocal_exit(void) { NoteNonLocalExit(); }
 
-void lb_before_exec(void) {
-  if (g_init_state.load(std::memory_order_acquire) != 2) return;
-  Runtime& rt = R();
-  if (!rt.config.dump_at_exit || !rt.any_traced.load(std::memory_order_relaxed)) return;
-  Ring* saved = lb_tls_ring;
-  lb_tls_ring = nullptr;
-  WriteDump("exec");
-  lb_tls_ring = saved;
-}
+void lb_before_exec(void) { DumpAtProcessEnd("exec"); }
 
 int lb_thread_is_tracing(void) {
   Ring* r = lb_tls_ring;

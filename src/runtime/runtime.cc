@@ -63,6 +63,29 @@ bool NameSelected(const Config& c, const char* name) {
 
 void OnThreadExit(void* arg);
 
+// Maps header + slots so that the slots start on a 2 MiB boundary and asks
+// for transparent huge pages: a fresh ring's first lap otherwise takes one
+// page fault per 4 KiB (about 10 us each in this VM, 20 ms per 8 MiB ring,
+// paid by the traced thread). Memory is still committed only as it is used,
+// in 2 MiB steps; where THP is off this is an ordinary mapping.
+void* MapRingMemory(uint64_t bytes, uint64_t header) {
+  constexpr uint64_t kHuge = 2ull << 20;
+  const bool huge = bytes - header >= kHuge;
+  const uint64_t span = huge ? bytes + kHuge : bytes;
+  char* raw = static_cast<char*>(
+      mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  if (raw == MAP_FAILED) return nullptr;
+  if (!huge) return raw;
+  // Slots at the first 2 MiB boundary at least `header` bytes in; give back the rest.
+  const uint64_t slots = (reinterpret_cast<uint64_t>(raw) + header + kHuge - 1) & ~(kHuge - 1);
+  char* mem = reinterpret_cast<char*>(slots - header);
+  if (mem > raw) munmap(raw, static_cast<size_t>(mem - raw));
+  char* end = mem + bytes;
+  if (raw + span > end) munmap(end, static_cast<size_t>(raw + span - end));
+  madvise(reinterpret_cast<void*>(slots), bytes - header, MADV_HUGEPAGE);
+  return mem;
+}
+
 Ring* AllocateRing(Runtime& rt) {
   const uint64_t capacity = rt.config.buffer_bytes / 8;
   const uint64_t header = 4096;
@@ -71,8 +94,8 @@ Ring* AllocateRing(Runtime& rt) {
   do {
     if (reserved + bytes > rt.config.max_memory) return nullptr;
   } while (!rt.reserved_bytes.compare_exchange_weak(reserved, reserved + bytes, std::memory_order_relaxed));
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (mem == MAP_FAILED) {
+  void* mem = MapRingMemory(bytes, header);
+  if (mem == nullptr) {
     rt.reserved_bytes.fetch_sub(bytes, std::memory_order_relaxed);
     return nullptr;
   }

@@ -86,6 +86,20 @@ TEST(Threads, KeepsOnlyTheNewestExitedRings) {
   EXPECT_EQ(d.stats.reclaimed, 12u);
 }
 
+TEST(Threads, MemoryCapStopsTracingNewThreadsAndTheDumpSaysSo) {
+  // Each ring is 64 KiB of slots plus a 4 KiB header: 150 KiB fits two.
+  Outcome o = Record("memory-cap", {Program("lifecycle-gcc"), "short-threads", "5"},
+                     {"--buffer-size", "64K", "--max-memory", "150K"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  EXPECT_NE(o.run.err.find("ring memory cap reached"), std::string::npos) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  format::Dump d = MustOpen(o.dumps[0]);
+  EXPECT_EQ(d.threads.size(), 2u);  // main and short-0
+  EXPECT_EQ(d.stats.untraced_memory, 4u);
+  RunResult info = RunProgram({Cli(), "info", o.dumps[0]});
+  EXPECT_NE(info.out.find("not traced: 4 (memory cap)"), std::string::npos) << info.out;
+}
+
 TEST(Threads, PatternSelectsThreadsThatRenameThemselves) {
   Outcome o = Record("named", {Program("lifecycle-gcc"), "named-workers"}, {"--threads", "worker-*"});
   ASSERT_EQ(o.run.exit_code, 0) << o.run.err;

@@ -31,7 +31,8 @@ void lb_exit(uint64_t key) LOOKBACK_API;
 int lb_set_key_name(uint64_t key, const char* name) LOOKBACK_API;
 
 /* Ask lookback's control thread to write a dump of every ring now. Returns at
- * once: 0 if the request was queued, -1 if lookback is not running. */
+ * once: 0 if the request was queued, -1 if lookback is not running or 16
+ * requests are already waiting. */
 int lb_dump(const char* reason) LOOKBACK_API;
 
 /* Same, but wait until the dump is written (or failed). On success returns 0

@@ -27,6 +27,8 @@
 namespace lookback::rt {
 namespace {
 
+constexpr size_t kMaxPendingDumps = 16;
+
 struct Control {
   std::mutex m;  // guards `queue` and `started`
   std::deque<std::string> queue;
@@ -209,7 +211,10 @@ int QueueDump(const char* reason) {
   Control& c = C();
   {
     std::lock_guard<std::mutex> lock(c.m);
-    if (!c.started) return -1;
+    // A storm of requests cannot grow memory without bound: beyond a few
+    // pending dumps, later requests are refused (the pending ones will
+    // capture the same moments anyway).
+    if (!c.started || c.queue.size() >= kMaxPendingDumps) return -1;
     c.queue.emplace_back(reason);
   }
   WakeControlThread();

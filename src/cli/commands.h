@@ -14,6 +14,8 @@ Runner SetupRecord(CLI::App* sub);
 Runner SetupDump(CLI::App* sub);
 Runner SetupInfo(CLI::App* sub);
 Runner SetupEvents(CLI::App* sub);
+Runner SetupConvert(CLI::App* sub);
+Runner SetupVerify(CLI::App* sub);
 
 // Exit codes, decided here only.
 inline constexpr int kExitOk = 0;

@@ -20,6 +20,8 @@ const Command kCommands[] = {
     {"dump", "Ask a running traced process to write a dump now", SetupDump},
     {"info", "Show what a dump holds: process, threads, clock, where each thread was", SetupInfo},
     {"events", "Print a dump's decoded entry/exit events, one per line", SetupEvents},
+    {"convert", "Convert a dump to Perfetto, Nanoscope, Chrome JSON, speedscope, folded stacks or ART", SetupConvert},
+    {"verify", "Check a dump: report every problem with its offset, decode what can be decoded", SetupVerify},
 };
 }  // namespace
 

@@ -100,6 +100,7 @@ Result<Dump> Dump::Open(const std::string& path) {
   void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return Error{"cannot map '" + path + "': " + strerror(errno), 0};
+  madvise(p, size, MADV_SEQUENTIAL);  // decoders stream through each thread's records
   std::shared_ptr<void> mapping(p, [size](void* q) { munmap(q, size); });
   Result<Dump> r = Parse({static_cast<const uint8_t*>(p), size});
   if (r.ok()) r.value().mapping_ = std::move(mapping);

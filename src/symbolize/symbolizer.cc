@@ -1,7 +1,9 @@
 #include "symbolize/symbolizer.h"
 
 #include <cxxabi.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <libelf.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -47,7 +49,28 @@ struct Symbolizer::Impl {
   }
 };
 
-Symbolizer::Symbolizer(const format::Dump& dump) : impl_(std::make_unique<Impl>()) {
+namespace {
+
+// The GNU build id of an ELF file ("" if none or unreadable).
+std::string FileBuildId(const std::string& path) {
+  std::string id;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return id;
+  elf_version(EV_CURRENT);
+  if (Elf* e = elf_begin(fd, ELF_C_READ_MMAP, nullptr)) {
+    const void* bits = nullptr;
+    const ssize_t n = dwelf_elf_gnu_build_id(e, &bits);
+    if (n > 0) id.assign(static_cast<const char*>(bits), static_cast<size_t>(n));
+    elf_end(e);
+  }
+  close(fd);
+  return id;
+}
+
+}  // namespace
+
+Symbolizer::Symbolizer(const format::Dump& dump, const std::vector<std::string>& search_paths)
+    : impl_(std::make_unique<Impl>()) {
   impl_->dump = &dump;
   impl_->dwfl = dwfl_begin(&kCallbacks);
   if (impl_->dwfl == nullptr) {
@@ -58,23 +81,37 @@ Symbolizer::Symbolizer(const format::Dump& dump) : impl_(std::make_unique<Impl>(
   for (const auto& m : dump.modules) {
     if (m.path.empty() || m.hi <= m.lo || m.path.find("linux-vdso") != std::string::npos) continue;
     Impl::Mod mod{m.lo, m.hi, m.bias, BaseName(m.path), false};
-    if (access(m.path.c_str(), R_OK) != 0) {
-      problems_.push_back(m.path + ": not found here; its functions print as module+offset");
+    // Where the traced binary was, then the search paths by name and by build id.
+    std::vector<std::string> candidates = {m.path};
+    const std::string hex = format::HexBuildId(m.build_id);
+    for (const auto& dir : search_paths) {
+      candidates.push_back(dir + "/" + mod.name);
+      if (hex.size() > 2) {
+        candidates.push_back(dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2));
+        candidates.push_back(dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug");
+      }
+    }
+    std::string chosen;
+    bool mismatch = false;
+    for (const auto& c : candidates) {
+      if (access(c.c_str(), R_OK) != 0) continue;
+      if (!m.build_id.empty() && FileBuildId(c) != m.build_id) {
+        mismatch = true;
+        continue;
+      }
+      chosen = c;
+      break;
+    }
+    if (chosen.empty()) {
+      problems_.push_back(m.path + (mismatch ? ": build id differs from the traced one (rebuilt since?)"
+                                             : ": not found here") +
+                          "; its functions print as module+offset (--symbols DIR adds places to look)");
       impl_->mods.push_back(mod);
       continue;
     }
-    Dwfl_Module* dm = dwfl_report_elf(impl_->dwfl, mod.name.c_str(), m.path.c_str(), -1, m.bias, false);
+    Dwfl_Module* dm = dwfl_report_elf(impl_->dwfl, mod.name.c_str(), chosen.c_str(), -1, m.bias, false);
     if (dm == nullptr) {
-      problems_.push_back(m.path + ": " + dwfl_errmsg(-1));
-      impl_->mods.push_back(mod);
-      continue;
-    }
-    const unsigned char* bits = nullptr;
-    GElf_Addr vaddr = 0;
-    const int n = dwfl_module_build_id(dm, &bits, &vaddr);
-    if (!m.build_id.empty() && (n <= 0 || static_cast<size_t>(n) != m.build_id.size() ||
-                                memcmp(bits, m.build_id.data(), m.build_id.size()) != 0)) {
-      problems_.push_back(m.path + ": build id differs from the traced one (rebuilt since?); its functions print as module+offset");
+      problems_.push_back(chosen + ": " + dwfl_errmsg(-1));
       impl_->mods.push_back(mod);
       continue;
     }

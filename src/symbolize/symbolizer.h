@@ -22,7 +22,10 @@ struct Symbol {
 
 class Symbolizer {
  public:
-  explicit Symbolizer(const format::Dump& dump);
+  // `search_paths`: extra directories where a module is looked for, by file
+  // name and by build id (DIR/.build-id/xx/rest[.debug]), when its recorded
+  // path is missing or holds another build.
+  explicit Symbolizer(const format::Dump& dump, const std::vector<std::string>& search_paths = {});
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;

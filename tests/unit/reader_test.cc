@@ -62,6 +62,35 @@ TEST(Reader, SurvivesRandomCorruption) {
   }
 }
 
+TEST(Reader, FuzzRegressionInputsGiveClearErrors) {
+  const std::string dir = std::string(LOOKBACK_SOURCE_DIR) + "/tests/data/fuzz-regressions";
+  int files = 0;
+  for (const char* name : {"magic-only.lbk", "section-past-end.lbk", "thread-records-overflow.lbk", "module-count-huge.lbk"}) {
+    auto d = format::Dump::Open(dir + "/" + name);
+    ASSERT_FALSE(d.ok()) << name;
+    EXPECT_FALSE(d.error().message.empty()) << name;
+    ++files;
+  }
+  EXPECT_EQ(files, 4);
+}
+
+TEST(Reader, RejectsANewerFormatWithAClearMessage) {
+  auto bytes = RealDump();
+  bytes[format::kHdrMinReader] = 9;  // needs reader version 9
+  auto d = format::Dump::Parse(bytes);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("needs reader version 9"), std::string::npos) << d.error().message;
+}
+
+TEST(Reader, RejectsTruncationAtEveryRecordBoundary) {
+  auto bytes = RealDump();
+  for (size_t n = 64; n < bytes.size(); n += 8) {
+    auto d = format::Dump::Parse({bytes.data(), n});
+    ASSERT_FALSE(d.ok()) << n;
+    EXPECT_NE(d.error().message.find("truncated"), std::string::npos) << d.error().message;
+  }
+}
+
 TEST(Reader, OpenReportsMissingFiles) {
   auto d = format::Dump::Open("/nonexistent/dump.lbk");
   ASSERT_FALSE(d.ok());

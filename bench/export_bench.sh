@@ -35,7 +35,7 @@ run() {  # name, command...
   local out_bytes=0
   [[ -e "$work/out" ]] && out_bytes=$(du -sb "$work/out" | cut -f1)
   awk -v n="$name" -v t0="$t0" -v t1="$t1" -v ev="$events" -v ob="$out_bytes" -v rss="$rss" \
-    'BEGIN { s = t1 - t0; printf "| %s | %.2f | %.1f | %d | %.2f | %.0f |\n", n, s, ev / s / 1e6, ob, ob / ev, rss / 1024 }'
+    'BEGIN { s = t1 - t0; printf "| %s | %.2f | %.1f | %.0f | %.2f | %.0f |\n", n, s, ev / s / 1e6, ob, ob / ev, rss / 1024 }'
   rm -rf "$work/out"
 }
 [[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (Debian package 'time')" >&2; exit 1; }

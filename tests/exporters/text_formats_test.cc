@@ -24,9 +24,10 @@ void CompareWithGolden(const std::string& name, const std::string& actual) {
 
 // The dump of a real program: exceptions thrown through three frames (so the
 // output also shows repaired exits under clang and gcc alike).
-const std::string& ExceptionsDump() {
-  static const std::string path = RecordLifecycle("golden-exceptions", {"exceptions"});
-  return path;
+// ctest runs tests as separate processes in parallel: one directory per test.
+std::string ExceptionsDump() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return RecordLifecycle(std::string("golden-exceptions-") + info->test_suite_name() + "-" + info->name(), {"exceptions"});
 }
 
 TEST(Nanoscope, MatchesGoldenAndIsBalancedAndOrdered) {
@@ -127,7 +128,7 @@ TEST(Convert, WindowKeepsOnlyTheLastPart) {
 
 TEST(Convert, CorruptDumpIsAClearErrorAndWritesNothing) {
   const std::string dir = FreshDir("convert-corrupt");
-  std::string bytes = ReadFile(ExceptionsDump());
+  std::string bytes = ReadFile(ExceptionsDump());  // before FreshDir: a name of its own
   bytes.resize(bytes.size() / 2);
   std::ofstream(dir + "/cut.lbk", std::ios::binary) << bytes;
   RunResult r = Convert(dir + "/cut.lbk", "chrome", dir + "/out.json");

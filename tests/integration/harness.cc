@@ -31,7 +31,8 @@ std::string Program(const std::string& name) { return std::string(LOOKBACK_PROGR
 std::string FreshDir(const std::string& name) {
   const std::string base = LOOKBACK_TEST_TMP;
   mkdir(base.c_str(), 0755);
-  const std::string dir = base + "/" + name;
+  // ctest runs tests as parallel processes, some sharing a name: one directory per process.
+  const std::string dir = base + "/" + name + "." + std::to_string(getpid());
   std::string cmd = "rm -rf '" + dir + "'";
   if (system(cmd.c_str()) != 0) ADD_FAILURE() << cmd;
   mkdir(dir.c_str(), 0755);

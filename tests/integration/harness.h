@@ -22,7 +22,8 @@ struct RunResult {
 RunResult RunProgram(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
               const std::string& cwd = "", int timeout_s = 120);
 
-// A fresh empty directory under the build tree, named after the test.
+// A fresh empty directory under the build tree, named after the test (and
+// this process, as ctest runs tests in parallel processes).
 std::string FreshDir(const std::string& name);
 std::vector<std::string> ListFiles(const std::string& dir);  // sorted names, hidden included
 std::vector<std::string> Dumps(const std::string& dir);      // full paths of *.lbk

@@ -12,7 +12,7 @@ namespace lookback::cli {
 namespace {
 
 int Run(const std::string& path) {
-  auto r = format::Dump::Open(path);
+  auto r = format::Dump::Open(path, /*salvage=*/true);
   if (!r.ok()) {
     fmt::print("{}: BROKEN: {}\n", path, r.error().ToString());
     return kExitError;
@@ -20,7 +20,7 @@ int Run(const std::string& path) {
   const format::Dump& d = r.value();
   int problems = 0;
   for (const auto& w : d.warnings) {
-    fmt::print("{}: warning: {}\n", path, w.ToString());
+    fmt::print("{}: problem: {}\n", path, w.ToString());
     ++problems;
   }
   for (const auto& t : d.threads) {

@@ -84,7 +84,9 @@ uint64_t Dump::Record(const ThreadInfo& t, uint64_t i) const {
   return v;
 }
 
-Result<Dump> Dump::Open(const std::string& path) {
+Result<Dump> Dump::Open(const std::string& path) { return Open(path, false); }
+
+Result<Dump> Dump::Open(const std::string& path, bool salvage) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error{"cannot open '" + path + "': " + strerror(errno), 0};
   struct stat st;
@@ -102,12 +104,12 @@ Result<Dump> Dump::Open(const std::string& path) {
   if (p == MAP_FAILED) return Error{"cannot map '" + path + "': " + strerror(errno), 0};
   madvise(p, size, MADV_SEQUENTIAL);  // decoders stream through each thread's records
   std::shared_ptr<void> mapping(p, [size](void* q) { munmap(q, size); });
-  Result<Dump> r = Parse({static_cast<const uint8_t*>(p), size});
+  Result<Dump> r = Parse({static_cast<const uint8_t*>(p), size}, salvage);
   if (r.ok()) r.value().mapping_ = std::move(mapping);
   return r;
 }
 
-Result<Dump> Dump::Parse(std::span<const uint8_t> bytes) {
+Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
   Dump d;
   d.bytes_ = bytes;
   if (bytes.size() < kFileHeaderSize) {
@@ -133,13 +135,23 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes) {
                  kHdrMinReader};
   if (header_size < kFileHeaderSize || header_size > bytes.size())
     return Error{"bad header size " + std::to_string(header_size), kHdrHeaderSize};
-  if (file_size_untrusted == 0)
+  // Damage that salvage mode reports and reads past.
+  auto damage = [&](Error e) -> bool {
+    if (!salvage) return false;
+    d.warnings.push_back(std::move(e));
+    return true;
+  };
+  if (file_size_untrusted == 0 &&
+      !damage({"dump was not finished (header has no size): written by a process that died mid-dump?", kHdrFileSize}))
     return Error{"dump was not finished (header has no size): written by a process that died mid-dump?",
                  kHdrFileSize};
-  if (file_size_untrusted > bytes.size())
-    return Error{"truncated: header says " + std::to_string(file_size_untrusted) + " bytes, file has " +
-                     std::to_string(bytes.size()),
-                 kHdrFileSize};
+  if (file_size_untrusted > bytes.size()) {
+    Error e{"truncated: header says " + std::to_string(file_size_untrusted) + " bytes, file has " +
+                std::to_string(bytes.size()),
+            kHdrFileSize};
+    if (!damage(e)) return e;
+  }
+  if (salvage && (file_size_untrusted == 0 || file_size_untrusted > bytes.size())) file_size_untrusted = bytes.size();
   if (file_size_untrusted < bytes.size())
     d.warnings.push_back({std::to_string(bytes.size() - file_size_untrusted) + " trailing bytes after the dump",
                           file_size_untrusted});
@@ -150,7 +162,10 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes) {
   bool have_process = false, have_clock = false;
   uint32_t seen = 0;
   while (off < end) {
-    if (end - off < kSectionHeaderSize) return Error{"truncated section header", off};
+    if (end - off < kSectionHeaderSize) {
+      if (!damage({"truncated section header", off})) return Error{"truncated section header", off};
+      break;
+    }
     Cursor sh(bytes, off, end);
     uint32_t type = 0, flags = 0;
     uint64_t size = 0;
@@ -158,7 +173,11 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes) {
     sh.U32(&flags);
     sh.U64(&size);
     const uint64_t body = off + kSectionHeaderSize;
-    if (size > end - body) return Error{"section of type " + std::to_string(type) + " runs past the end of the file (size " + std::to_string(size) + ")", off};
+    if (size > end - body) {
+      Error e{"section of type " + std::to_string(type) + " runs past the end of the file (size " + std::to_string(size) + ")", off};
+      if (!damage(e)) return e;
+      size = end - body;  // read what is there; a cut THREAD keeps its whole records
+    }
     const uint64_t body_end = body + size;
     Cursor c(bytes, body, body_end);
     switch (static_cast<SectionType>(type)) {
@@ -203,9 +222,11 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes) {
         const uint64_t aligned = (c.pos() + 7) & ~uint64_t{7};
         if (!c.Skip(aligned - c.pos())) break;
         if (t.record_count > c.remaining() / 8) {
-          return Error{"thread " + std::to_string(t.tid) + " claims " + std::to_string(t.record_count) +
-                           " records but its section holds " + std::to_string(c.remaining() / 8),
-                       body + 16};
+          Error e{"thread " + std::to_string(t.tid) + " claims " + std::to_string(t.record_count) +
+                      " records but its section holds " + std::to_string(c.remaining() / 8),
+                  body + 16};
+          if (!damage(e)) return e;
+          t.record_count = c.remaining() / 8;
         }
         t.records_offset = c.pos();
         d.threads.push_back(std::move(t));
@@ -233,12 +254,18 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes) {
         d.warnings.push_back({"skipped unknown section type " + std::to_string(type), off});
         break;
     }
-    if (c.failed()) return Error{"section type " + std::to_string(type) + ": " + c.error().message, c.error().offset};
+    if (c.failed()) {
+      Error e{"section type " + std::to_string(type) + ": " + c.error().message, c.error().offset};
+      if (!damage(e)) return e;
+      break;  // the rest of the file cannot be trusted to be framed
+    }
     ++seen;
     off = (body_end + 7) & ~uint64_t{7};
   }
-  if (!have_process) return Error{"dump has no PROCESS section", header_size};
-  if (!have_clock) return Error{"dump has no CLOCK section", header_size};
+  if (!have_process && !damage({"dump has no PROCESS section", header_size}))
+    return Error{"dump has no PROCESS section", header_size};
+  if (!have_clock && !damage({"dump has no CLOCK section: times cannot be converted", header_size}))
+    return Error{"dump has no CLOCK section", header_size};
   if (seen != section_count_untrusted)
     d.warnings.push_back({"header announces " + std::to_string(section_count_untrusted) + " sections, found " +
                               std::to_string(seen),

@@ -73,7 +73,12 @@ class Dump {
   // Maps and parses a file.
   static Result<Dump> Open(const std::string& path);
   // Parses bytes that outlive the Dump (the fuzzer's entry point).
-  static Result<Dump> Parse(std::span<const uint8_t> bytes);
+  // With `salvage`, damage after a readable header becomes warnings: a
+  // truncated file keeps the sections that are whole and the records of a
+  // cut THREAD section that are there (`lookback verify`). Without it, any
+  // damage is an error.
+  static Result<Dump> Parse(std::span<const uint8_t> bytes, bool salvage = false);
+  static Result<Dump> Open(const std::string& path, bool salvage);
 
   uint16_t version = 0;
   uint64_t features = 0;

@@ -129,15 +129,22 @@ TEST(Convert, WindowKeepsOnlyTheLastPart) {
 TEST(Convert, CorruptDumpIsAClearErrorAndWritesNothing) {
   const std::string dir = FreshDir("convert-corrupt");
   std::string bytes = ReadFile(ExceptionsDump());  // before FreshDir: a name of its own
-  bytes.resize(bytes.size() / 2);
+  bytes.resize(bytes.size() - 20);  // mid-way through the last thread's records
   std::ofstream(dir + "/cut.lbk", std::ios::binary) << bytes;
   RunResult r = Convert(dir + "/cut.lbk", "chrome", dir + "/out.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
-  EXPECT_EQ(ListFiles(dir), std::vector<std::string>{"cut.lbk"});
+  EXPECT_EQ(ListFiles(dir), std::vector<std::string>{"cut.lbk"}) << "a failed convert must leave nothing";
+  // verify names the damage and still decodes what is there.
   RunResult v = RunProgram({Cli(), "verify", dir + "/cut.lbk"});
   EXPECT_EQ(v.exit_code, 1);
-  EXPECT_NE(v.out.find("BROKEN"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("problem: truncated: header says"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("events decoded"), std::string::npos) << v.out;
+  // A foreign file is not salvaged.
+  std::ofstream(dir + "/text.lbk") << "this is a text file, not a dump, but long enough to have a header............";
+  RunResult f = RunProgram({Cli(), "verify", dir + "/text.lbk"});
+  EXPECT_EQ(f.exit_code, 1);
+  EXPECT_NE(f.out.find("BROKEN: not a lookback dump"), std::string::npos) << f.out;
 }
 
 TEST(Convert, UnknownFormatIsAUsageError) {

@@ -14,3 +14,8 @@ first=$(ls "$out"/*.lbk | sort -t- -k3 -n | head -n 1)
 echo
 echo "== lookback info $first"
 build/lookback info "$first"
+
+echo
+echo "== lookback convert $first --to perfetto --window -1s.. (the last second before the stall's dump)"
+build/lookback convert "$first" --to perfetto --window -1s.. -o build/example-dumps/jank-stall.pftrace
+echo "Open build/example-dumps/jank-stall.pftrace in https://ui.perfetto.dev to see the frames and the stall."

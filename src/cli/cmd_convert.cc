@@ -28,10 +28,13 @@ int Run(const ConvertOptions& o) {
   }
   model::WalkOptions wo;
   wo.thread = o.thread;
-  bool relative_to_dump = false;
-  if (!o.window.empty()) {
-    std::string err = model::ParseWindow(o.window, &relative_to_dump, &wo.window_start_ns, &wo.window_end_ns);
-    if (!err.empty()) return Fail(err), kExitUsage;
+  {  // a bad window is a usage error, found before the dump is read
+    bool relative = false;
+    std::optional<int64_t> a, b;
+    if (!o.window.empty()) {
+      std::string err = model::ParseWindow(o.window, &relative, &a, &b);
+      if (!err.empty()) return Fail(err), kExitUsage;
+    }
   }
   auto r = format::Dump::Open(o.path);
   if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
@@ -40,24 +43,7 @@ int Run(const ConvertOptions& o) {
   if (!o.quiet) {
     for (const auto& p : sym.problems()) Fail("symbols: " + p);
   }
-  if (!o.window.empty()) {
-    // Shift the window onto CLOCK_MONOTONIC: from the dump time when signed,
-    // else from the first event (found by a first walk of the same kind).
-    const model::ClockModel clock(d.clock);
-    int64_t base = clock.MonotonicNs(d.process.dump_tsc);
-    if (!relative_to_dump) {
-      int64_t first = INT64_MAX;
-      for (const auto& t : d.threads) {
-        model::DecodeThread(d, t, [&](const model::Event& e) {
-          if (e.kind == model::EventKind::kEnter || e.kind == model::EventKind::kExit)
-            first = std::min(first, clock.MonotonicNs(e.tsc));
-        });
-      }
-      base = first == INT64_MAX ? base : first;
-    }
-    if (wo.window_start_ns) *wo.window_start_ns += base;
-    if (wo.window_end_ns) *wo.window_end_ns += base;
-  }
+  if (std::string err = model::ResolveWindow(d, o.window, &wo); !err.empty()) return Fail(err), kExitUsage;
   exporters::ExportOptions eo;
   eo.out = o.out;
   auto sink = ex->make(eo);

@@ -16,6 +16,11 @@ Runner SetupInfo(CLI::App* sub);
 Runner SetupEvents(CLI::App* sub);
 Runner SetupConvert(CLI::App* sub);
 Runner SetupVerify(CLI::App* sub);
+Runner SetupReport(CLI::App* sub);
+Runner SetupChains(CLI::App* sub);
+Runner SetupDiff(CLI::App* sub);
+Runner SetupMatch(CLI::App* sub);
+Runner SetupSql(CLI::App* sub);
 
 // Exit codes, decided here only.
 inline constexpr int kExitOk = 0;

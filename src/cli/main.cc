@@ -22,6 +22,11 @@ const Command kCommands[] = {
     {"events", "Print a dump's decoded entry/exit events, one per line", SetupEvents},
     {"convert", "Convert a dump to Perfetto, Nanoscope, Chrome JSON, speedscope, folded stacks or ART", SetupConvert},
     {"verify", "Check a dump: report every problem with its offset, decode what can be decoded", SetupVerify},
+    {"report", "Per-function calls, inclusive and self time: where the time went", SetupReport},
+    {"chains", "The longest call chains and the critical path of the slowest frame", SetupChains},
+    {"diff", "Functions whose self and inclusive time changed most between two dumps", SetupDiff},
+    {"match", "Find known-bad call chains described in a signature file", SetupMatch},
+    {"sql", "Export threads, functions and calls to an SQLite database", SetupSql},
 };
 }  // namespace
 

@@ -214,6 +214,29 @@ WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const 
   return result;
 }
 
+std::string ResolveWindow(const format::Dump& d, const std::string& text, WalkOptions* wo) {
+  if (text.empty()) return "";
+  bool relative_to_dump = false;
+  std::string err = ParseWindow(text, &relative_to_dump, &wo->window_start_ns, &wo->window_end_ns);
+  if (!err.empty()) return err;
+  // From the dump time when signed, else from the first event.
+  const ClockModel clock(d.clock);
+  int64_t base = clock.MonotonicNs(d.process.dump_tsc);
+  if (!relative_to_dump) {
+    int64_t first = kNoLimitHigh;
+    for (const auto& t : d.threads) {
+      DecodeThread(d, t, [&](const Event& e) {
+        if (first == kNoLimitHigh && (e.kind == EventKind::kEnter || e.kind == EventKind::kExit))
+          first = clock.MonotonicNs(e.tsc);
+      });
+    }
+    if (first != kNoLimitHigh) base = first;
+  }
+  if (wo->window_start_ns) *wo->window_start_ns += base;
+  if (wo->window_end_ns) *wo->window_end_ns += base;
+  return "";
+}
+
 std::string ParseWindow(const std::string& text, bool* relative_to_dump, std::optional<int64_t>* start,
                         std::optional<int64_t>* end) {
   const size_t dots = text.find("..");

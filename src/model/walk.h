@@ -88,6 +88,10 @@ struct WalkResult {
 WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const WalkOptions& options,
                 TraceSink& sink);
 
+// Sets options->window_start_ns/window_end_ns from a --window text (see
+// ParseWindow), shifted onto the dump's CLOCK_MONOTONIC. Returns "" or an error.
+std::string ResolveWindow(const format::Dump& dump, const std::string& text, WalkOptions* options);
+
 // Parses "START..END" with units ns/us/ms/s, relative to the dump time when
 // signed ("-2s..", "-500ms..-100ms") and to the first event otherwise
 // ("0..1.5s"). Either side may be empty. Returns "" or an error.

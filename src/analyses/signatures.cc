@@ -1,0 +1,451 @@
+#include "analyses/signatures.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "symbolize/symbolizer.h"
+
+namespace lookback::analyses {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+// '#' at the start of a line or after a blank starts a comment.
+std::string_view StripComment(std::string_view line) {
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '#' && (i == 0 || IsBlank(line[i - 1]))) return line.substr(0, i);
+  }
+  return line;
+}
+
+// "" when `pattern` is a well-formed glob.
+std::string CheckGlob(std::string_view pattern) {
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '[') continue;
+    size_t j = i + 1;
+    if (j < pattern.size() && pattern[j] == '!') ++j;
+    if (j < pattern.size() && pattern[j] == ']') ++j;  // a leading ']' is literal
+    while (j < pattern.size() && pattern[j] != ']') ++j;
+    if (j >= pattern.size()) return fmt::format("unclosed '[' in pattern '{}'", pattern);
+    i = j;
+  }
+  return "";
+}
+
+// Matches one bracket class at pattern[*pi] ('[' ... ']') against c; moves
+// *pi past it.
+bool ClassMatches(std::string_view p, size_t* pi, char c) {
+  size_t i = *pi + 1;
+  bool negate = false;
+  if (i < p.size() && p[i] == '!') negate = true, ++i;
+  bool hit = false;
+  bool first = true;
+  for (; i < p.size() && (first || p[i] != ']'); ++i, first = false) {
+    if (i + 2 < p.size() && p[i + 1] == '-' && p[i + 2] != ']') {
+      if (c >= p[i] && c <= p[i + 2]) hit = true;
+      i += 2;
+    } else if (p[i] == c) {
+      hit = true;
+    }
+  }
+  *pi = i + 1;  // past ']'
+  return hit != negate;
+}
+
+const char* const kKeys = "name, chain, min, min-top, description";
+
+}  // namespace
+
+bool GlobMatch(std::string_view p, std::string_view t) {
+  // Iterative, backtracking only to the last '*': linear in practice.
+  size_t pi = 0, ti = 0, star_p = std::string_view::npos, star_t = 0;
+  while (ti < t.size()) {
+    if (pi < p.size()) {
+      const char pc = p[pi];
+      if (pc == '*') {
+        star_p = ++pi;
+        star_t = ti;
+        continue;
+      }
+      if (pc == '?') {
+        ++pi, ++ti;
+        continue;
+      }
+      if (pc == '[') {
+        size_t next = pi;
+        if (ClassMatches(p, &next, t[ti])) {
+          pi = next, ++ti;
+          continue;
+        }
+      } else if (pc == t[ti]) {
+        ++pi, ++ti;
+        continue;
+      }
+    }
+    if (star_p == std::string_view::npos) return false;
+    pi = star_p;
+    ti = ++star_t;
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+std::string_view WithoutParameters(std::string_view s) {
+  // Drop " [clone .cold]" and the like.
+  while (!s.empty() && s.back() == ']') {
+    const size_t open = s.rfind(" [");
+    if (open == std::string_view::npos) break;
+    s = s.substr(0, open);
+  }
+  // Then cv/ref qualifiers after the parameter list.
+  size_t close = s.size();
+  while (true) {
+    std::string_view head = Trim(s.substr(0, close));
+    bool stripped = false;
+    for (std::string_view q : {"const", "volatile", "&&", "&", "noexcept"}) {
+      if (head.size() > q.size() && head.substr(head.size() - q.size()) == q) {
+        head.remove_suffix(q.size());
+        close = head.size();
+        stripped = true;
+        break;
+      }
+    }
+    if (!stripped) break;
+  }
+  std::string_view head = Trim(s.substr(0, close));
+  if (head.empty() || head.back() != ')') return s;
+  int depth = 0;
+  for (size_t i = head.size(); i-- > 0;) {
+    if (head[i] == ')') ++depth;
+    if (head[i] == '(' && --depth == 0) {
+      // "foo()" -> "foo"; "(anonymous namespace)" alone is not a parameter list.
+      return i == 0 ? s : head.substr(0, i);
+    }
+  }
+  return s;
+}
+
+std::string_view ShortName(std::string_view demangled) {
+  std::string_view s = WithoutParameters(demangled);
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    const char c = s[i];
+    if (c == '>' || c == ')') ++depth;
+    if ((c == '<' || c == '(') && depth > 0) --depth;
+    if (depth == 0 && c == ':' && i > 0 && s[i - 1] == ':') {
+      start = i + 1;
+      break;
+    }
+  }
+  std::string_view last = s.substr(start);
+  // Drop template arguments ("bar<int>" -> "bar"), not operators' angle brackets.
+  if (!last.empty() && last.back() == '>' && last.substr(0, 8) != "operator") {
+    int d = 0;
+    for (size_t i = last.size(); i-- > 0;) {
+      if (last[i] == '>') ++d;
+      if (last[i] == '<' && --d == 0) return i == 0 ? last : last.substr(0, i);
+    }
+  }
+  return last;
+}
+
+bool NameMatches(std::string_view pattern, std::string_view name) {
+  if (GlobMatch(pattern, name)) return true;
+  const std::string_view bare = WithoutParameters(name);
+  if (bare.size() != name.size() && GlobMatch(pattern, bare)) return true;
+  const std::string_view brief = ShortName(name);
+  return brief.size() != bare.size() && GlobMatch(pattern, brief);
+}
+
+std::string ParseDuration(std::string_view text, int64_t* ns) {
+  const std::string s(Trim(text));
+  if (s.empty()) return "missing duration";
+  errno = 0;
+  char* rest = nullptr;
+  const double v = strtod(s.c_str(), &rest);
+  if (rest == s.c_str() || errno != 0 || !std::isfinite(v) || v < 0)
+    return fmt::format("bad duration '{}' (e.g. 10ms, 1.5s, 250us)", s);
+  const std::string unit(Trim(rest));
+  double mult = 0;
+  if (unit == "ns") mult = 1;
+  else if (unit == "us" || unit == "\xc2\xb5s") mult = 1e3;
+  else if (unit == "ms") mult = 1e6;
+  else if (unit == "s") mult = 1e9;
+  else return fmt::format("bad duration '{}': the unit must be ns, us, ms or s", s);
+  if (v * mult > 9e18) return fmt::format("duration '{}' is too long", s);
+  *ns = static_cast<int64_t>(std::llround(v * mult));
+  return "";
+}
+
+std::string ChainText(const Signature& s) {
+  std::string out;
+  for (size_t i = 0; i < s.chain.size(); ++i) {
+    if (i > 0) out += s.chain[i].direct ? " > " : " >> ";
+    out += s.chain[i].pattern;
+  }
+  return out;
+}
+
+SignatureFile ParseSignatures(std::string_view text, const std::string& origin) {
+  SignatureFile file;
+  std::set<std::string> names;
+  std::set<std::string> keys_seen;  // in the current block
+  int line_no = 0;
+  auto fail = [&](int line, const std::string& message) {
+    file.error = fmt::format("{}:{}: {}", origin, line, message);
+    file.signatures.clear();
+    return file;
+  };
+  auto finish_block = [&]() -> std::string {
+    if (file.signatures.empty()) return "";
+    const Signature& s = file.signatures.back();
+    if (s.chain.empty()) return fmt::format("signature '{}' has no 'chain:'", s.name);
+    return "";
+  };
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    const std::string_view raw = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    ++line_no;
+    const std::string_view line = Trim(StripComment(raw));
+    if (line.empty()) {
+      if (eol == text.size()) break;
+      continue;
+    }
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos)
+      return fail(line_no, fmt::format("expected 'key: value' (keys: {}), got '{}'", kKeys, line));
+    std::string key(Trim(line.substr(0, colon)));
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string_view value = Trim(line.substr(colon + 1));
+    if (key == "min-last") key = "min";
+    if (key == "name") {
+      if (std::string err = finish_block(); !err.empty()) return fail(file.signatures.back().line, err);
+      if (value.empty()) return fail(line_no, "empty signature name");
+      if (!names.insert(std::string(value)).second)
+        return fail(line_no, fmt::format("signature '{}' is defined twice", value));
+      Signature s;
+      s.name = value;
+      s.line = line_no;
+      file.signatures.push_back(std::move(s));
+      keys_seen.clear();
+      keys_seen.insert(key);
+      continue;
+    }
+    if (key != "chain" && key != "min" && key != "min-top" && key != "description")
+      return fail(line_no, fmt::format("unknown key '{}' (keys: {})", key, kKeys));
+    if (file.signatures.empty())
+      return fail(line_no, fmt::format("'{}:' before any 'name:' (each signature starts with 'name: NAME')", key));
+    if (!keys_seen.insert(key).second)
+      return fail(line_no, fmt::format("'{}:' given twice for signature '{}'", key, file.signatures.back().name));
+    Signature& s = file.signatures.back();
+    if (key == "description") {
+      s.description = value;
+    } else if (key == "min" || key == "min-top") {
+      int64_t ns = 0;
+      if (std::string err = ParseDuration(value, &ns); !err.empty()) return fail(line_no, err);
+      (key == "min" ? s.min_last_ns : s.min_top_ns) = ns;
+    } else {  // chain: operators are '>' and '>>' with blanks on both sides
+      if (value.empty()) return fail(line_no, "empty chain");
+      bool direct = false;
+      size_t at = 0;
+      while (true) {
+        size_t op = std::string_view::npos, op_len = 0;
+        for (size_t i = at; i < value.size(); ++i) {
+          if (value[i] != '>' || (i > 0 && !IsBlank(value[i - 1]))) continue;
+          const size_t len = (i + 1 < value.size() && value[i + 1] == '>') ? 2 : 1;
+          if (i + len < value.size() && !IsBlank(value[i + len])) continue;
+          op = i, op_len = len;
+          break;
+        }
+        const std::string_view pattern =
+            Trim(value.substr(at, op == std::string_view::npos ? std::string_view::npos : op - at));
+        if (pattern.empty()) {
+          if (s.chain.empty()) return fail(line_no, "the chain starts with an operator: expected a pattern first");
+          return fail(line_no, fmt::format("missing pattern after '{}'", direct ? ">" : ">>"));
+        }
+        if (std::string err = CheckGlob(pattern); !err.empty()) return fail(line_no, err);
+        if (pattern.front() == '>' || (pattern.find(">>") != std::string_view::npos &&
+                                       pattern.find("operator>>") == std::string_view::npos))
+          return fail(line_no, fmt::format("'{}': write '>' and '>>' with blanks on both sides", pattern));
+        s.chain.push_back({std::string(pattern), direct});
+        if (op == std::string_view::npos) break;
+        direct = op_len == 1;
+        at = op + op_len;
+      }
+    }
+    if (eol == text.size()) break;
+  }
+  if (std::string err = finish_block(); !err.empty()) return fail(file.signatures.back().line, err);
+  if (file.signatures.empty()) return fail(line_no == 0 ? 1 : line_no, "no signature in the file (expected 'name: NAME' then 'chain: A >> B')");
+  return file;
+}
+
+SignatureFile LoadSignatures(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    SignatureFile file;
+    file.error = fmt::format("{}: cannot read: {}", path, strerror(errno));
+    return file;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ParseSignatures(ss.str(), path);
+}
+
+// ---- matching -----------------------------------------------------------------
+
+SignatureMatcher::SignatureMatcher(std::vector<Signature> signatures)
+    : signatures_(std::move(signatures)), stats_(signatures_.size()) {
+  for (size_t s = 0; s < signatures_.size(); ++s) {
+    const auto& chain = signatures_[s].chain;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      steps_.push_back(chain[i]);
+      step_sig_.push_back(static_cast<uint32_t>(s));
+      step_first_.push_back(i == 0);
+      step_last_.push_back(i + 1 == chain.size());
+    }
+  }
+}
+
+SignatureMatcher::~SignatureMatcher() = default;
+
+std::string SignatureMatcher::Begin(const model::ExportContext& ctx) {
+  symbols_ = ctx.symbols;
+  origin_ns_ = ctx.origin_ns;
+  dump_ns_ = ctx.dump_ns;
+  return "";
+}
+
+void SignatureMatcher::BeginThread(const format::ThreadInfo& t) {
+  stack_.clear();
+  end_.clear();
+  anc_.clear();
+  pending_.clear();
+  tid_ = t.tid;
+  thread_ = t.name;
+}
+
+const std::vector<uint32_t>& SignatureMatcher::StepsOf(uint64_t key) {
+  auto [it, added] = steps_of_key_.try_emplace(key);
+  if (added) {
+    const std::string name = symbols_ != nullptr ? symbols_->Name(key) : fmt::format("0x{:x}", key);
+    for (size_t k = 0; k < steps_.size(); ++k) {
+      if (NameMatches(steps_[k].pattern, name)) it->second.push_back(static_cast<uint32_t>(k));
+    }
+  }
+  return it->second;
+}
+
+void SignatureMatcher::Enter(uint64_t key, int64_t ts_ns, uint32_t, uint8_t) {
+  ++events_;
+  const size_t n = steps_.size();
+  const size_t f = stack_.size();
+  stack_.push_back({key, ts_ns});
+  pending_.resize(stack_.size());
+  end_.resize((f + 1) * n, -1);
+  anc_.resize((f + 1) * n, -1);
+  int32_t* end = end_.data() + f * n;
+  int32_t* anc = anc_.data() + f * n;
+  std::fill(end, end + n, -1);
+  if (f == 0) {
+    std::fill(anc, anc + n, -1);
+  } else {
+    std::copy(anc - n, anc, anc);
+  }
+  const int32_t* parent_end = f > 0 ? end - n : nullptr;
+  const int32_t* parent_anc = f > 0 ? anc - n : nullptr;
+  for (uint32_t k : StepsOf(key)) {
+    int32_t top = -1;
+    if (step_first_[k]) {
+      top = static_cast<int32_t>(f);
+    } else if (f > 0) {  // step k-1 is the previous step of the same chain
+      top = steps_[k].direct ? parent_end[k - 1] : parent_anc[k - 1];
+    }
+    end[k] = top;
+    if (top >= 0 && (anc[k] < 0 || top < anc[k])) anc[k] = top;
+  }
+}
+
+void SignatureMatcher::Merge(const SignatureStats& from, SignatureStats* into) {
+  into->matches += from.matches;
+  into->open += from.open;
+  into->total_ns += from.total_ns;
+  into->max_ns = std::max(into->max_ns, from.max_ns);
+  if (from.worst.dur_ns > into->worst.dur_ns) into->worst = from.worst;
+}
+
+void SignatureMatcher::Record(int64_t dur, bool open, size_t top, int64_t ts, SignatureStats* into) {
+  into->matches += 1;
+  into->open += open ? 1 : 0;
+  into->total_ns += dur;
+  into->max_ns = std::max(into->max_ns, dur);
+  if (dur > into->worst.dur_ns) {  // only when the worst changes: O(depth) names
+    MatchWorst& w = into->worst;
+    w.tid = tid_;
+    w.thread = thread_;
+    w.ts_ns = ts;
+    w.dur_ns = dur;
+    w.stack.clear();
+    for (size_t i = top; i < stack_.size(); ++i)
+      w.stack.push_back(symbols_ != nullptr ? symbols_->Name(stack_[i].key) : fmt::format("0x{:x}", stack_[i].key));
+  }
+}
+
+void SignatureMatcher::Exit(uint64_t, int64_t ts_ns, uint32_t, uint8_t flags) {
+  if (stack_.empty()) return;
+  const size_t n = steps_.size();
+  const size_t f = stack_.size() - 1;
+  const Frame& fr = stack_[f];
+  const int64_t dur = ts_ns > fr.start_ns ? ts_ns - fr.start_ns : 0;
+  const bool open = (flags & model::kSliceOpen) != 0;
+  const int32_t* end = end_.data() + f * n;
+  for (uint32_t k : StepsOf(fr.key)) {
+    if (!step_last_[k] || end[k] < 0) continue;
+    const size_t s = step_sig_[k];
+    const Signature& sig = signatures_[s];
+    if (dur < sig.min_last_ns) continue;
+    const size_t top = static_cast<size_t>(end[k]);  // the outermost start: the longest first frame
+    if (sig.min_top_ns <= 0) {
+      Record(dur, open, top, fr.start_ns, &stats_[s]);
+    } else if (top == f) {
+      if (dur >= sig.min_top_ns) Record(dur, open, top, fr.start_ns, &stats_[s]);
+    } else {  // decided when the first frame ends
+      auto& list = pending_[top];
+      auto it = std::find_if(list.begin(), list.end(), [&](const Pending& p) { return p.signature == s; });
+      if (it == list.end()) it = list.insert(list.end(), Pending{s, {}});
+      Record(dur, open, top, fr.start_ns, &it->stats);
+    }
+  }
+  for (const Pending& p : pending_[f]) {
+    if (dur >= signatures_[p.signature].min_top_ns) Merge(p.stats, &stats_[p.signature]);
+  }
+  pending_[f].clear();
+  stack_.pop_back();
+  pending_.pop_back();
+  end_.resize(f * n);
+  anc_.resize(f * n);
+}
+
+void SignatureMatcher::EndThread(const model::ThreadSummary&) {}
+
+std::string SignatureMatcher::End() { return ""; }
+
+}  // namespace lookback::analyses

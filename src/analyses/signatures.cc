@@ -104,6 +104,23 @@ bool GlobMatch(std::string_view p, std::string_view t) {
   return pi == p.size();
 }
 
+namespace {
+// Template functions demangle with their return type first: "unsigned long
+// ns::Level<9>(int)". Keeps what follows the last blank outside brackets
+// (not for operators, whose names may hold blanks: "operator new").
+std::string_view WithoutReturnType(std::string_view s) {
+  if (s.find("operator") != std::string_view::npos) return s;
+  int depth = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    const char c = s[i];
+    if (c == '>' || c == ')') ++depth;
+    else if ((c == '<' || c == '(') && depth > 0) --depth;
+    else if (c == ' ' && depth == 0) return s.substr(i + 1);
+  }
+  return s;
+}
+}  // namespace
+
 std::string_view WithoutParameters(std::string_view s) {
   // Drop " [clone .cold]" and the like.
   while (!s.empty() && s.back() == ']') {
@@ -133,26 +150,26 @@ std::string_view WithoutParameters(std::string_view s) {
     if (head[i] == ')') ++depth;
     if (head[i] == '(' && --depth == 0) {
       // "foo()" -> "foo"; "(anonymous namespace)" alone is not a parameter list.
-      return i == 0 ? s : head.substr(0, i);
+      return i == 0 ? s : WithoutReturnType(head.substr(0, i));
     }
   }
   return s;
 }
 
-std::string_view ShortName(std::string_view demangled) {
+std::string_view LastComponent(std::string_view demangled) {
   std::string_view s = WithoutParameters(demangled);
   int depth = 0;
-  size_t start = 0;
   for (size_t i = s.size(); i-- > 0;) {
     const char c = s[i];
     if (c == '>' || c == ')') ++depth;
     if ((c == '<' || c == '(') && depth > 0) --depth;
-    if (depth == 0 && c == ':' && i > 0 && s[i - 1] == ':') {
-      start = i + 1;
-      break;
-    }
+    if (depth == 0 && c == ':' && i > 0 && s[i - 1] == ':') return s.substr(i + 1);
   }
-  std::string_view last = s.substr(start);
+  return s;
+}
+
+std::string_view ShortName(std::string_view demangled) {
+  std::string_view last = LastComponent(demangled);
   // Drop template arguments ("bar<int>" -> "bar"), not operators' angle brackets.
   if (!last.empty() && last.back() == '>' && last.substr(0, 8) != "operator") {
     int d = 0;
@@ -168,8 +185,10 @@ bool NameMatches(std::string_view pattern, std::string_view name) {
   if (GlobMatch(pattern, name)) return true;
   const std::string_view bare = WithoutParameters(name);
   if (bare.size() != name.size() && GlobMatch(pattern, bare)) return true;
+  const std::string_view last = LastComponent(name);
+  if (last.size() != bare.size() && GlobMatch(pattern, last)) return true;
   const std::string_view brief = ShortName(name);
-  return brief.size() != bare.size() && GlobMatch(pattern, brief);
+  return brief.size() != last.size() && GlobMatch(pattern, brief);
 }
 
 std::string ParseDuration(std::string_view text, int64_t* ns) {
@@ -218,17 +237,14 @@ SignatureFile ParseSignatures(std::string_view text, const std::string& origin) 
     return "";
   };
   size_t pos = 0;
-  while (pos <= text.size()) {
+  while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
     if (eol == std::string_view::npos) eol = text.size();
     const std::string_view raw = text.substr(pos, eol - pos);
     pos = eol + 1;
     ++line_no;
     const std::string_view line = Trim(StripComment(raw));
-    if (line.empty()) {
-      if (eol == text.size()) break;
-      continue;
-    }
+    if (line.empty()) continue;
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos)
       return fail(line_no, fmt::format("expected 'key: value' (keys: {}), got '{}'", kKeys, line));
@@ -291,7 +307,6 @@ SignatureFile ParseSignatures(std::string_view text, const std::string& origin) 
         at = op + op_len;
       }
     }
-    if (eol == text.size()) break;
   }
   if (std::string err = finish_block(); !err.empty()) return fail(file.signatures.back().line, err);
   if (file.signatures.empty()) return fail(line_no == 0 ? 1 : line_no, "no signature in the file (expected 'name: NAME' then 'chain: A >> B')");
@@ -312,8 +327,14 @@ SignatureFile LoadSignatures(const std::string& path) {
 
 // ---- matching -----------------------------------------------------------------
 
+namespace {
+constexpr size_t kStepsCacheSize = 1024;  // a power of two
+size_t CacheIndex(uint64_t key) { return (key * 0x9e3779b97f4a7c15ull) >> 54; }
+static_assert(kStepsCacheSize == size_t{1} << (64 - 54));
+}  // namespace
+
 SignatureMatcher::SignatureMatcher(std::vector<Signature> signatures)
-    : signatures_(std::move(signatures)), stats_(signatures_.size()) {
+    : signatures_(std::move(signatures)), stats_(signatures_.size()), steps_cache_(kStepsCacheSize) {
   for (size_t s = 0; s < signatures_.size(); ++s) {
     const auto& chain = signatures_[s].chain;
     for (size_t i = 0; i < chain.size(); ++i) {
@@ -336,15 +357,17 @@ std::string SignatureMatcher::Begin(const model::ExportContext& ctx) {
 
 void SignatureMatcher::BeginThread(const format::ThreadInfo& t) {
   stack_.clear();
-  end_.clear();
-  anc_.clear();
-  pending_.clear();
+  for (auto& p : pending_) p.clear();  // the walk closes every frame; this is only in case
   tid_ = t.tid;
   thread_ = t.name;
 }
 
 const std::vector<uint32_t>& SignatureMatcher::StepsOf(uint64_t key) {
+  CacheSlot& slot = steps_cache_[CacheIndex(key)];
+  if (slot.key == key) return *slot.steps;
   auto [it, added] = steps_of_key_.try_emplace(key);
+  slot.key = key;
+  slot.steps = &it->second;  // unordered_map nodes do not move
   if (added) {
     const std::string name = symbols_ != nullptr ? symbols_->Name(key) : fmt::format("0x{:x}", key);
     for (size_t k = 0; k < steps_.size(); ++k) {
@@ -355,13 +378,15 @@ const std::vector<uint32_t>& SignatureMatcher::StepsOf(uint64_t key) {
 }
 
 void SignatureMatcher::Enter(uint64_t key, int64_t ts_ns, uint32_t, uint8_t) {
-  ++events_;
   const size_t n = steps_.size();
   const size_t f = stack_.size();
-  stack_.push_back({key, ts_ns});
-  pending_.resize(stack_.size());
-  end_.resize((f + 1) * n, -1);
-  anc_.resize((f + 1) * n, -1);
+  const std::vector<uint32_t>& steps = StepsOf(key);
+  stack_.push_back({key, ts_ns, &steps});
+  if (pending_.size() < stack_.size()) {
+    pending_.resize(stack_.size());
+    end_.resize(stack_.size() * n);
+    anc_.resize(stack_.size() * n);
+  }
   int32_t* end = end_.data() + f * n;
   int32_t* anc = anc_.data() + f * n;
   std::fill(end, end + n, -1);
@@ -372,7 +397,7 @@ void SignatureMatcher::Enter(uint64_t key, int64_t ts_ns, uint32_t, uint8_t) {
   }
   const int32_t* parent_end = f > 0 ? end - n : nullptr;
   const int32_t* parent_anc = f > 0 ? anc - n : nullptr;
-  for (uint32_t k : StepsOf(key)) {
+  for (uint32_t k : steps) {
     int32_t top = -1;
     if (step_first_[k]) {
       top = static_cast<int32_t>(f);
@@ -392,12 +417,13 @@ void SignatureMatcher::Merge(const SignatureStats& from, SignatureStats* into) {
   if (from.worst.dur_ns > into->worst.dur_ns) into->worst = from.worst;
 }
 
-void SignatureMatcher::Record(int64_t dur, bool open, size_t top, int64_t ts, SignatureStats* into) {
+void SignatureMatcher::Record(int64_t dur, bool open, size_t top, int64_t ts, int64_t worst_ns,
+                              SignatureStats* into) {
   into->matches += 1;
   into->open += open ? 1 : 0;
   into->total_ns += dur;
   into->max_ns = std::max(into->max_ns, dur);
-  if (dur > into->worst.dur_ns) {  // only when the worst changes: O(depth) names
+  if (dur > into->worst.dur_ns && dur > worst_ns) {  // only when the worst changes: O(depth) names
     MatchWorst& w = into->worst;
     w.tid = tid_;
     w.thread = thread_;
@@ -413,35 +439,35 @@ void SignatureMatcher::Exit(uint64_t, int64_t ts_ns, uint32_t, uint8_t flags) {
   if (stack_.empty()) return;
   const size_t n = steps_.size();
   const size_t f = stack_.size() - 1;
-  const Frame& fr = stack_[f];
+  const Frame fr = stack_[f];
   const int64_t dur = ts_ns > fr.start_ns ? ts_ns - fr.start_ns : 0;
   const bool open = (flags & model::kSliceOpen) != 0;
   const int32_t* end = end_.data() + f * n;
-  for (uint32_t k : StepsOf(fr.key)) {
+  for (uint32_t k : *fr.steps) {
     if (!step_last_[k] || end[k] < 0) continue;
     const size_t s = step_sig_[k];
     const Signature& sig = signatures_[s];
     if (dur < sig.min_last_ns) continue;
     const size_t top = static_cast<size_t>(end[k]);  // the outermost start: the longest first frame
     if (sig.min_top_ns <= 0) {
-      Record(dur, open, top, fr.start_ns, &stats_[s]);
+      Record(dur, open, top, fr.start_ns, -1, &stats_[s]);
     } else if (top == f) {
-      if (dur >= sig.min_top_ns) Record(dur, open, top, fr.start_ns, &stats_[s]);
+      if (dur >= sig.min_top_ns) Record(dur, open, top, fr.start_ns, -1, &stats_[s]);
     } else {  // decided when the first frame ends
       auto& list = pending_[top];
       auto it = std::find_if(list.begin(), list.end(), [&](const Pending& p) { return p.signature == s; });
       if (it == list.end()) it = list.insert(list.end(), Pending{s, {}});
-      Record(dur, open, top, fr.start_ns, &it->stats);
+      // The overall worst only grows: a match no slower than it now never replaces it.
+      Record(dur, open, top, fr.start_ns, stats_[s].worst.dur_ns, &it->stats);
     }
   }
-  for (const Pending& p : pending_[f]) {
-    if (dur >= signatures_[p.signature].min_top_ns) Merge(p.stats, &stats_[p.signature]);
+  if (!pending_[f].empty()) {
+    for (const Pending& p : pending_[f]) {
+      if (dur >= signatures_[p.signature].min_top_ns) Merge(p.stats, &stats_[p.signature]);
+    }
+    pending_[f].clear();
   }
-  pending_[f].clear();
   stack_.pop_back();
-  pending_.pop_back();
-  end_.resize(f * n);
-  anc_.resize(f * n);
 }
 
 void SignatureMatcher::EndThread(const model::ThreadSummary&) {}

@@ -57,12 +57,15 @@ std::string ChainText(const Signature& s);
 
 // Shell-style glob over the whole string.
 bool GlobMatch(std::string_view pattern, std::string_view text);
-// "ns::Foo<int>::bar(int) const" -> "ns::Foo<int>::bar" (no parameter list).
+// "ns::Foo<int>::bar(int) const" -> "ns::Foo<int>::bar" (no parameter list,
+// no return type: "int ns::get<int>()" -> "ns::get<int>").
 std::string_view WithoutParameters(std::string_view demangled);
-// "ns::Foo<int>::bar(int) const" -> "bar" (last component, no parameters).
+// "ns::Foo<int>::bar<char>(int) const" -> "bar<char>" (last component).
+std::string_view LastComponent(std::string_view demangled);
+// "ns::Foo<int>::bar<char>(int) const" -> "bar" (last component, no template arguments).
 std::string_view ShortName(std::string_view demangled);
 // Whether a pattern matches a demangled name: the full name, the name
-// without its parameter list, or its short name.
+// without its parameter list, its last component or its short name.
 bool NameMatches(std::string_view pattern, std::string_view demangled);
 
 // Parses "10ms", "1.5s", "250us", "800ns" (a unit is required). Returns "" or an error.
@@ -100,12 +103,12 @@ class SignatureMatcher : public model::TraceSink {
   const std::vector<SignatureStats>& stats() const { return stats_; }  // parallel to signatures()
   int64_t origin_ns() const { return origin_ns_; }
   int64_t dump_ns() const { return dump_ns_; }
-  uint64_t events() const { return events_; }
 
  private:
   struct Frame {
     uint64_t key;
     int64_t start_ns;
+    const std::vector<uint32_t>* steps;  // StepsOf(key)
   };
   // A match waiting for its first frame to end (signatures with min-top).
   struct Pending {
@@ -113,7 +116,8 @@ class SignatureMatcher : public model::TraceSink {
     SignatureStats stats;
   };
   const std::vector<uint32_t>& StepsOf(uint64_t key);
-  void Record(int64_t dur, bool open, size_t top, int64_t ts, SignatureStats* into);
+  // Adds a match to `into`; its stack is kept only when it is slower than `worst_ns`.
+  void Record(int64_t dur, bool open, size_t top, int64_t ts, int64_t worst_ns, SignatureStats* into);
   static void Merge(const SignatureStats& from, SignatureStats* into);
 
   std::vector<Signature> signatures_;
@@ -124,14 +128,19 @@ class SignatureMatcher : public model::TraceSink {
   std::vector<uint32_t> step_sig_;
   std::vector<uint8_t> step_first_, step_last_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> steps_of_key_;  // key -> steps its name matches
+  struct CacheSlot {
+    uint64_t key = ~0ull;
+    const std::vector<uint32_t>* steps = nullptr;
+  };
+  std::vector<CacheSlot> steps_cache_;  // direct-mapped, in front of steps_of_key_
   symbolize::Symbolizer* symbols_ = nullptr;
   int64_t origin_ns_ = 0, dump_ns_ = 0;
-  uint64_t events_ = 0;
 
   // The open stack of the current thread. For frame f and step k (rows of
   // steps_.size() entries): end_[f][k] = outermost stack index where a chain
   // whose step k is frame f begins, -1 if none; anc_[f][k] = the minimum of
-  // end_ over f and its ancestors.
+  // end_ over f and its ancestors. end_, anc_ and pending_ keep the size of
+  // the deepest stack seen (rows past stack_.size() are stale).
   std::vector<Frame> stack_;
   std::vector<int32_t> end_, anc_;
   std::vector<std::vector<Pending>> pending_;  // per open frame

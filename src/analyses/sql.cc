@@ -182,7 +182,7 @@ std::string SqlSink::Begin(const model::ExportContext& ctx) {
     return err;
   }
   close(fd);
-  if (!m.Check(sqlite3_open_v2(m.tmp.c_str(), &m.db, SQLITE_OPEN_READWRITE, nullptr), "opening")) {
+  if (!m.Check(sqlite3_open_v2(m.tmp.c_str(), &m.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr), "opening")) {
     std::string err = m.error;
     m.Abandon();
     return err;

@@ -1,10 +1,186 @@
-// lookback chains: placeholder while the analysis is written.
+// lookback chains DUMP: per thread, the top chains (root-to-leaf paths ranked
+// by their leaf's time, or by depth) and the critical path, as indented trees
+// with durations, or as JSON. Definitions in analyses/chains.h.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "analyses/chains.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
+#include "cli/table.h"
+#include "format/reader.h"
+#include "model/walk.h"
+#include "symbolize/symbolizer.h"
 
 namespace lookback::cli {
+namespace {
 
-Runner SetupChains(CLI::App*) {
-  return [] { return Fail("chains: not implemented yet"), kExitError; };
+struct ChainsOptions {
+  std::string path, thread, window, rank = "time", format = "text";
+  std::vector<std::string> symbols;
+  size_t top = 5;
+};
+
+std::string ThreadLabel(const analyses::ThreadChains& t) {
+  return t.name.empty() ? fmt::format("thread {}", t.tid) : fmt::format("{} ({})", t.name, t.tid);
+}
+
+// What the flags of a frame mean, for a reader.
+std::string FlagNotes(uint8_t flags, bool at_dump) {
+  std::string notes;
+  auto add = [&](const char* s) { notes += std::string(notes.empty() ? "" : ", ") + s; };
+  if (flags & model::kSliceStartCut) add("begun before the window");
+  if (flags & model::kSliceOpen) add(at_dump ? "still running at the dump" : "still running at the window end");
+  if (flags & model::kSliceUnwound) add("exit missing, repaired");
+  return notes;
+}
+
+// One frame per line: duration, then the name indented by depth, then notes.
+void AddTreeRows(Table* t, const std::vector<analyses::ChainFrame>& frames, bool details, bool at_dump) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const auto& f = frames[i];
+    std::string detail;
+    if (details) {
+      detail = "self " + HumanNs(f.self_ns);
+      if (f.callees) detail += fmt::format(", {} callee{}", Count(f.callees), f.callees == 1 ? "" : "s");
+      if (i + 1 < frames.size() && f.callees > 1) {
+        const int64_t others = f.inclusive_ns() - f.self_ns - frames[i + 1].inclusive_ns();
+        const std::string rest = f.callees == 2 ? "the other" : "the " + Count(f.callees - 1) + " others";
+        detail += fmt::format(" ({}: {})", rest, HumanNs(std::max<int64_t>(0, others)));
+      }
+    }
+    const std::string notes = FlagNotes(f.flags, at_dump);
+    if (!notes.empty()) detail += (detail.empty() ? "" : "; ") + notes;
+    const bool leaf = i + 1 == frames.size();
+    t->AddRow({{HumanNs(f.inclusive_ns()), leaf ? Style::kCyan : Style::kNone},
+               {std::string(2 * i, ' ') + f.name, leaf ? Style::kBold : Style::kNone},
+               {detail, Style::kDim}});
+  }
+}
+
+std::string Text(const ChainsOptions& o, const analyses::ChainsResult& r, bool at_dump) {
+  const Style style = Style::For(stdout);
+  std::string out;
+  for (const auto& t : r.threads) {
+    out += style.Paint(ThreadLabel(t), Style::kBold) + "\n";
+    out += fmt::format("\n  Top {} chain{} by {} (root to leaf; each shown by its worst occurrence):\n\n",
+                       t.chains.size(), t.chains.size() == 1 ? "" : "s", o.rank == "time" ? "leaf time" : "depth");
+    for (size_t i = 0; i < t.chains.size(); ++i) {
+      const auto& c = t.chains[i];
+      out += fmt::format("  #{}  {} in {}, depth {}, at +{}\n", i + 1, style.Paint(HumanNs(c.leaf_ns()), Style::kCyan),
+                         c.frames.back().name, c.depth(), HumanNs(c.frames.back().start_ns - r.origin_ns));
+      Table tree;
+      tree.ShowHeader(false);
+      tree.AddColumn("", Table::kRight);
+      tree.AddColumn("", Table::kLeft);
+      tree.AddColumn("", Table::kLeft);
+      AddTreeRows(&tree, c.frames, false, at_dump);
+      out += tree.Render(style, 0, 6) + "\n";
+    }
+    if (t.critical_path.empty()) continue;
+    const auto& root = t.critical_path.front();
+    if (t.running > 0) {
+      out += fmt::format("  Critical path: {} frame{} still running at the {}, then the slowest callee at each level:\n\n",
+                         t.running, t.running == 1 ? "" : "s", at_dump ? "dump" : "window end");
+    } else {
+      out += fmt::format(
+          "  Critical path: the slowest top-level frame ({} at +{}), then the slowest callee at each level:\n\n",
+          root.name, HumanNs(root.start_ns - r.origin_ns));
+    }
+    Table tree;
+    tree.ShowHeader(false);
+    tree.AddColumn("", Table::kRight);
+    tree.AddColumn("", Table::kLeft);
+    tree.AddColumn("", Table::kLeft);
+    AddTreeRows(&tree, t.critical_path, true, at_dump);
+    out += tree.Render(style, 0, 4) + "\n";
+  }
+  return out;
+}
+
+std::string JsonFrames(const std::vector<analyses::ChainFrame>& frames, int64_t origin) {
+  std::string out = "[";
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const auto& f = frames[i];
+    out += fmt::format(
+        "{}{{\"name\": {}, \"start_ns\": {}, \"inclusive_ns\": {}, \"self_ns\": {}, \"callees\": {}, "
+        "\"start_cut\": {}, \"running\": {}, \"unwound\": {}}}",
+        i ? ", " : "", JsonString(f.name), f.start_ns - origin, f.inclusive_ns(), f.self_ns, f.callees,
+        (f.flags & model::kSliceStartCut) != 0, (f.flags & model::kSliceOpen) != 0,
+        (f.flags & model::kSliceUnwound) != 0);
+  }
+  return out + "]";
+}
+
+std::string Json(const ChainsOptions& o, const analyses::ChainsResult& r) {
+  std::string out = fmt::format("{{\n  \"dump\": {},\n  \"rank\": {},\n  \"origin_ns\": {},\n  \"threads\": [",
+                                JsonString(o.path), JsonString(o.rank), r.origin_ns);
+  for (size_t i = 0; i < r.threads.size(); ++i) {
+    const auto& t = r.threads[i];
+    out += fmt::format("{}\n    {{\"tid\": {}, \"name\": {},\n     \"chains\": [", i ? "," : "", t.tid,
+                       JsonString(t.name));
+    for (size_t c = 0; c < t.chains.size(); ++c) {
+      out += fmt::format("{}\n       {{\"leaf_ns\": {}, \"depth\": {}, \"frames\": {}}}", c ? "," : "",
+                         t.chains[c].leaf_ns(), t.chains[c].depth(), JsonFrames(t.chains[c].frames, r.origin_ns));
+    }
+    out += fmt::format("],\n     \"critical_path\": {{\"running\": {}, \"frames\": {}}}}}", t.running,
+                       JsonFrames(t.critical_path, r.origin_ns));
+  }
+  out += r.threads.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+int Run(const ChainsOptions& o) {
+  analyses::ChainsOptions co;
+  co.top = o.top;
+  if (!analyses::ParseChainRank(o.rank, &co.rank)) return Fail("unknown rank '" + o.rank + "' (time or depth)"), kExitUsage;
+  if (o.format != "text" && o.format != "json") return Fail("unknown format '" + o.format + "' (text or json)"), kExitUsage;
+  if (!o.window.empty()) {  // a bad window is a usage error, found before the dump is read
+    bool relative = false;
+    std::optional<int64_t> a, b;
+    if (std::string err = model::ParseWindow(o.window, &relative, &a, &b); !err.empty()) return Fail(err), kExitUsage;
+  }
+  auto opened = format::Dump::Open(o.path);
+  if (!opened.ok()) return Fail(o.path + ": " + opened.error().ToString()), kExitError;
+  const format::Dump& d = opened.value();
+  symbolize::Symbolizer sym(d, o.symbols);
+  for (const auto& p : sym.problems()) Fail("symbols: " + p);
+  model::WalkOptions wo;
+  wo.thread = o.thread;
+  if (std::string err = model::ResolveWindow(d, o.window, &wo); !err.empty()) return Fail(err), kExitUsage;
+  Progress progress("finding chains");
+  wo.progress = &Progress::Callback;
+  wo.progress_ctx = &progress;
+  analyses::ChainsBuilder builder(co);
+  model::WalkResult res = model::Walk(d, sym, wo, builder);
+  progress.Done();
+  if (!res.error.empty()) return Fail(res.error), kExitError;
+  analyses::ChainsResult r = builder.Take();
+  // Frames still running at the end were cut by the dump unless --window ended first.
+  const bool at_dump = !wo.window_end_ns || *wo.window_end_ns >= r.dump_ns;
+  std::string text = o.format == "json" ? Json(o, r) : Text(o, r, at_dump);
+  if (r.threads.empty() && o.format == "text") text = "no call in the selected threads and window\n";
+  fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner SetupChains(CLI::App* sub) {
+  auto o = std::make_shared<ChainsOptions>();
+  sub->add_option("dump", o->path, "A .lbk dump file")->required();
+  sub->add_option("--top", o->top, "Chains per thread (default 5)");
+  sub->add_option("--rank", o->rank, "Rank chains by the leaf's time (time, default) or by depth");
+  sub->add_option("--format", o->format, "text (default) or json");
+  sub->add_option("--thread", o->thread, "Only this thread (tid or name)");
+  sub->add_option("--window", o->window,
+                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
+                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
+  sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+  return [o] { return Run(*o); };
 }
 
 }  // namespace lookback::cli

@@ -47,7 +47,8 @@ int Run(const ConvertOptions& o) {
   exporters::ExportOptions eo;
   eo.out = o.out;
   auto sink = ex->make(eo);
-  Progress progress(("converting to " + o.to).c_str());
+  const std::string label = "converting to " + o.to;  // outlives the bar, which keeps the pointer
+  Progress progress(label.c_str());
   wo.progress = &Progress::Callback;
   wo.progress_ctx = &progress;
   model::WalkResult res = model::Walk(d, sym, wo, *sink);

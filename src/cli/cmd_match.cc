@@ -55,7 +55,10 @@ std::string Table(const analyses::SignatureMatcher& m) {
                        Ns(st.total_ns / static_cast<int64_t>(st.matches)), Ns(st.max_ns), chain);
     const auto& w = st.worst;
     std::string stack;
-    for (const auto& f : w.stack) stack += (stack.empty() ? "" : " > ") + f;
+    for (const auto& f : w.stack) {  // the JSON output has the full names
+      stack += stack.empty() ? "" : " > ";
+      stack += analyses::WithoutParameters(f);
+    }
     out += fmt::format("{:<{}}  slowest: {} at +{} ({} before the dump): {}\n", "", width, ThreadLabel(w),
                        Ns(w.ts_ns - m.origin_ns()), Ns(m.dump_ns() - w.ts_ns), stack);
     if (st.open > 0) out += fmt::format("{:<{}}  {} still running at the dump\n", "", width, st.open);

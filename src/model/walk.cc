@@ -43,7 +43,10 @@ class ThreadPass {
     // The first pass needs no times: it only looks for exits that match nothing.
     const int64_t ns = sink_ != nullptr ? ctx_.clock.MonotonicNs(e.tsc) : 0;
     if (ns >= wend_) return false;
-    if (sink_ != nullptr && !opened_ && ns >= wstart_) OpenWindow(std::max(wstart_, FirstNs(ns)));
+    if (sink_ != nullptr && first_ns_ == kNoLimitHigh) first_ns_ = ns;  // the ring's first event
+    // Frames begun earlier open at the window start, or at the ring's first
+    // event if the window reaches back further than the ring (no invented time).
+    if (sink_ != nullptr && !opened_ && ns >= wstart_) OpenWindow(std::max(wstart_, first_ns_));
     if (e.kind == EventKind::kEnter) {
       if (pending_unwind_ != 0) UnwindTo(pending_unwind_, ns);
       pending_unwind_ = 0;
@@ -81,11 +84,6 @@ class ThreadPass {
   ThreadSummary& summary() { return summary_; }
 
  private:
-  int64_t FirstNs(int64_t ns) {
-    if (first_ns_ == kNoLimitHigh) first_ns_ = ns;
-    return first_ns_;
-  }
-
   // Frames entered before the window become visible at its start.
   void OpenWindow(int64_t at_ns) {
     opened_ = true;

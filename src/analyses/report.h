@@ -1,0 +1,156 @@
+// Where the time went: per function calls, inclusive and self time, average
+// and longest call, built by a TraceSink from the walker's balanced stream;
+// and the difference between two such reports (by name, since addresses
+// differ between builds). No I/O: the CLI prints (report, diff), other
+// analyses reuse the numbers.
+//
+// Definitions (docs/analyses.md has the long form):
+//   calls      activations of the function (every Enter).
+//   inclusive  time between Enter and Exit, counted only for outermost
+//              activations: a function on the stack several times (recursion,
+//              direct or through others) is not counted twice.
+//   self       inclusive minus the inclusive time of the direct callees; sums
+//              to the thread's traced time over all functions.
+//   avg        inclusive / outermost activations (= calls without recursion).
+//   max        the longest single activation.
+//   share      of the traced thread time: the sum, over the selected threads,
+//              of the span from each thread's first event to its last.
+// Frames cut by the window or the dump (kSliceStartCut, kSliceOpen) or whose
+// exit was repaired (kSliceUnwound) count with their clipped durations; rows
+// say how many of their activations were clipped.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/walk.h"
+
+namespace lookback::analyses {
+
+struct FunctionStats {
+  std::string name;    // symbol, or 0x<key> without a symbolizer
+  std::string module;  // file name of the module, "" if unknown
+  uint64_t key = 0;    // the function's key in this dump
+  uint32_t tid = 0;    // with ReportOptions::per_thread; 0 when threads are merged
+  std::string thread;  // the thread's name (per_thread only)
+  uint64_t calls = 0;
+  uint64_t outer_calls = 0;  // activations not nested in one of the same function
+  int64_t inclusive_ns = 0;
+  int64_t self_ns = 0;
+  int64_t max_ns = 0;
+  uint64_t clipped = 0;  // activations cut by the window or dump, or repaired
+
+  int64_t avg_ns() const { return outer_calls ? inclusive_ns / static_cast<int64_t>(outer_calls) : 0; }
+};
+
+// What the walker had to repair, summed over the threads.
+struct RepairCounts {
+  uint64_t start_cut = 0;        // frames begun before the window, opened at its start
+  uint64_t open = 0;             // still running at the dump (or window end), closed there
+  uint64_t unwound = 0;          // missing exits repaired
+  uint64_t unmatched_exits = 0;  // exits that matched nothing (dropped)
+  uint64_t lost_records = 0;     // overwritten in the ring before the dump
+  uint64_t clipped() const { return start_cut + open + unwound; }
+  void Add(const model::ThreadSummary& s);
+};
+
+struct Report {
+  std::vector<FunctionStats> functions;  // in no particular order: see SortFunctions
+  uint32_t threads = 0;                  // threads with at least one call
+  uint64_t calls = 0;                    // all activations
+  int64_t thread_time_ns = 0;            // the shares' whole (see above)
+  int64_t window_start_ns = 0, window_end_ns = 0;  // CLOCK_MONOTONIC, first event .. last event
+  RepairCounts repairs;
+};
+
+struct ReportOptions {
+  bool per_thread = false;  // one row per (thread, function) instead of per function
+};
+
+// Feed it to model::Walk (or drive it by hand), then Take() the report.
+// Memory: one entry per distinct function (per thread with per_thread) plus
+// the call depth.
+class ReportBuilder : public model::TraceSink {
+ public:
+  explicit ReportBuilder(ReportOptions options = {}) : options_(options) {}
+
+  std::string Begin(const model::ExportContext& ctx) override;
+  void BeginThread(const format::ThreadInfo& t) override;
+  void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
+  void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
+  void EndThread(const model::ThreadSummary& summary) override;
+  std::string End() override;
+
+  Report Take() { return std::move(report_); }
+
+ private:
+  struct Acc {
+    uint64_t calls = 0, outer_calls = 0, clipped = 0;
+    int64_t inclusive = 0, self = 0, max = 0;
+    uint32_t active = 0;  // activations of this function on the stack now
+  };
+  struct Frame {
+    uint64_t key;
+    int64_t start;
+    int64_t children = 0;  // inclusive time of the direct callees
+    Acc* acc;
+    bool outermost;
+    bool clipped;
+  };
+  void Flush(std::unordered_map<uint64_t, Acc>& accs, uint32_t tid, const std::string& thread);
+
+  ReportOptions options_;
+  const model::ExportContext* ctx_ = nullptr;
+  Report report_;
+  std::unordered_map<uint64_t, Acc> thread_accs_;  // the thread being walked
+  std::unordered_map<uint64_t, Acc> all_accs_;     // merged threads (unless per_thread)
+  std::vector<Frame> stack_;
+  uint32_t tid_ = 0;
+  std::string thread_name_;
+  int64_t thread_first_ = 0, thread_last_ = 0;
+  bool thread_seen_ = false;
+};
+
+// Walks `dump` (model::Walk with `walk`'s thread, window and progress) into
+// a Report. Returns "" or the walker's error.
+std::string ReportDump(const format::Dump& dump, symbolize::Symbolizer& symbols, const model::WalkOptions& walk,
+                       const ReportOptions& options, Report* out);
+
+// ---- sorting ----------------------------------------------------------------
+
+enum class SortKey { kSelf, kInclusive, kCalls, kMax, kAvg, kName };
+// "self", "inclusive", "calls", "max", "avg", "name"; false if none of them.
+bool ParseSortKey(const std::string& text, SortKey* key);
+// Largest first (name: alphabetical); ties broken by name, then thread.
+void SortFunctions(std::vector<FunctionStats>* functions, SortKey key);
+
+// ---- diff -------------------------------------------------------------------
+
+// One function (by name) in two reports; a side where it is missing is zero.
+struct FunctionDiff {
+  std::string name;
+  bool in_a = false, in_b = false;
+  uint64_t calls_a = 0, calls_b = 0;
+  int64_t self_a = 0, self_b = 0;
+  int64_t inclusive_a = 0, inclusive_b = 0;
+  int64_t avg_a = 0, avg_b = 0;  // inclusive per outermost call
+
+  int64_t self_delta() const { return self_b - self_a; }
+  int64_t inclusive_delta() const { return inclusive_b - inclusive_a; }
+  int64_t avg_delta() const { return avg_b - avg_a; }
+  // (b - a) / a; +inf for a function new in b (a == 0 < b), 0 when both are 0.
+  static double Relative(int64_t a, int64_t b);
+};
+
+enum class DiffSortKey { kSelf, kInclusive, kAvg, kCalls };
+// "self", "inclusive", "avg", "calls"; false if none of them.
+bool ParseDiffSortKey(const std::string& text, DiffSortKey* key);
+
+// Functions of both reports matched by name (rows of the same name, e.g. one
+// per thread or per module, are summed), ordered by the absolute change of
+// `key`, largest first; ties by name.
+std::vector<FunctionDiff> DiffReports(const Report& a, const Report& b, DiffSortKey key = DiffSortKey::kSelf);
+
+}  // namespace lookback::analyses

@@ -6,7 +6,8 @@ pkgs=(cmake ninja-build g++ clang pkg-config libgtest-dev libcli11-dev libfmt-de
 [[ "${1:-}" == "--bench" ]] && pkgs+=(uftrace)
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == *"ok installed"* ]] || missing+=("$p")
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 echo "lookback: installing ${missing[*]}" >&2

@@ -4,11 +4,15 @@
 // One source, several builds (bench/CMakeLists.txt): uninstrumented,
 // -finstrument-functions (gcc) or -finstrument-functions-after-inlining
 // (clang) linked with nothing (glibc's no-op hooks), with liblookback.so, or
-// with the floor hook (floor_hooks.cc), and -pg for uftrace.
+// with the floor hook (floor_hooks.cc), -pg for uftrace and gprof, and (clang)
+// -fxray-instrument -DLISTING1_XRAY for LLVM XRay, which the program sets up
+// itself when BENCH_XRAY_FDR or BENCH_XRAY_COUNT is set (xray_fdr.h): FDR mode
+// initialised before the warm-up, the log flushed after the result is printed.
 //
-// Only the ten Level<N> functions are instrumented (everything else here is
-// no_instrument_function), so one top-level call is exactly 10 function calls
-// and 20 trace points.
+// Only the nine Level<N> functions and the leaf are instrumented (everything
+// else here is no_instrument_function and xray_never_instrument), so one
+// top-level call is exactly 10 function calls and 20 trace points (10 mcount
+// calls with -pg).
 //
 //   listing1_<variant> WORK CALLS WARMUP
 //
@@ -25,11 +29,16 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define BENCH_NO_INSTRUMENT __attribute__((no_instrument_function))
 #if defined(__clang__)
+#define BENCH_NO_INSTRUMENT __attribute__((no_instrument_function, xray_never_instrument))
 #define BENCH_NOINLINE __attribute__((noinline))
 #else
+#define BENCH_NO_INSTRUMENT __attribute__((no_instrument_function))
 #define BENCH_NOINLINE __attribute__((noinline, noclone))
+#endif
+
+#if defined(LISTING1_XRAY)
+#include "xray_fdr.h"
 #endif
 
 // Defined by the floor hook library only.
@@ -93,6 +102,9 @@ BENCH_NO_INSTRUMENT int main(int argc, char** argv) {
   const long calls = ParseCount(argv[2], "calls");
   const long warmup = ParseCount(argv[3], "warmup");
 
+#if defined(LISTING1_XRAY)
+  bench_xray::Start();
+#endif
   uint64_t sink = 0;
   for (long i = 0; i < warmup; ++i) sink += Chain(work);
   const uint64_t t0 = NowNs();
@@ -102,5 +114,9 @@ BENCH_NO_INSTRUMENT int main(int argc, char** argv) {
   const long long floor_records = lb_floor_records ? static_cast<long long>(lb_floor_records()) : -1;
   printf("listing1 work=%d calls=%ld warmup=%ld elapsed_ns=%llu floor_records=%lld sink=%llu\n", work, calls,
          warmup, static_cast<unsigned long long>(t1 - t0), floor_records, static_cast<unsigned long long>(sink));
+#if defined(LISTING1_XRAY)
+  fflush(stdout);
+  bench_xray::Stop();
+#endif
   return 0;
 }

@@ -3,7 +3,8 @@
 //
 //   listing1_driver [--dir DIR] [--rounds N] [--work 0,1,10,100,1000]
 //                   [--compilers gcc,clang] [--scale F] [--no-uftrace]
-//                   [--no-first-lap] [--extra] [--raw FILE.csv] [--quick]
+//                   [--no-xray] [--no-gprof] [--no-first-lap] [--extra]
+//                   [--raw FILE.csv] [--quick]
 //
 // Each variant is a separate binary (built by bench/CMakeLists.txt next to
 // this driver) that times its own loop with CLOCK_MONOTONIC after a warm-up
@@ -11,54 +12,71 @@
 // pair once, variants in an order rotated each round; ratios are computed
 // within a round and their medians reported.
 //
+// Besides lookback and the floor hook, the other tracers: `uftrace record` and
+// gprof (the same -pg binary, run directly: mcount + gmon.out), LLVM XRay with
+// its sleds unpatched and in FDR mode (clang). Bytes written per run are
+// measured: lookback's dump at exit, uftrace's data directory, XRay's log,
+// gmon.out. All of them are written after the timed loop except uftrace's,
+// which streams to disk while the loop runs.
+//
 // Then (unless --no-first-lap) the first lap: work 0, exactly one ring's worth
 // of calls and no warm-up, so every 4 KiB page of the ring is faulted in
 // while timed, for the uninstrumented, floor and lookback-on variants.
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
-extern char** environ;
+#include "bench_util.h"
 
 namespace {
+
+using bench::Die;
+using bench::Fmt;
+using bench::FmtBytes;
+using bench::Median;
 
 constexpr int kFunctionsPerCall = 10;
 constexpr int kTracePointsPerCall = 2 * kFunctionsPerCall;
 // 2^20 slots / 20 records per call = 52429 calls fill the ring once.
 constexpr long kWarmupCalls = 60000;
 
+// XRay FDR: every call recorded (the default threshold drops calls under
+// 5 us), no 100 ms sleep before the flush, and 128 buffers of 64 KiB: an
+// 8 MiB in-memory ring like lookback's (FDR reuses its oldest buffer when
+// all are used).
+constexpr const char* kXrayFdrFlags = "func_duration_threshold_us=0 grace_period_ms=0 buffer_size=65536 buffer_max=128";
+
 // Diagnostics (--extra), not goals: kLbStatic*, liblookback.a linked into the
 // executable (no PLT jump, TLS offset an immediate); kLbNoPlt*, the program
 // built with -fno-plt (the hooks called through the GOT; clang 14 ignores
 // -fno-plt for its instrumentation calls).
 enum Kind {
-  kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace,
+  kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace, kGprof, kXrayOff, kXrayFdr,
   kLbStaticOff, kLbStaticOn, kLbNoPltOff, kLbNoPltOn, kKinds
 };
 const char* const kKindNames[kKinds] = {
     "uninstrumented",       "glibc no-op hooks",    "lookback, tracing off", "lookback, tracing on",
-    "floor hook",           "uftrace record",       "lookback static, off",  "lookback static, on",
-    "lookback -fno-plt, off", "lookback -fno-plt, on"};
-const char* const kKindShort[kKinds] = {"plain",   "glibc",  "lb-off",     "lb-on",     "floor",
-                                        "uftrace", "lbs-off", "lbs-on", "lbnoplt-off", "lbnoplt-on"};
-const char* const kSuffix[kKinds] = {"plain", "glibc",    "lookback", "lookback", "floor",
-                                     "pg",    "lbstatic", "lbstatic", "lbnoplt",  "lbnoplt"};
+    "floor hook",           "uftrace record",       "gprof (-pg, gmon.out)", "XRay, sleds unpatched",
+    "XRay FDR",             "lookback static, off", "lookback static, on",   "lookback -fno-plt, off",
+    "lookback -fno-plt, on"};
+const char* const kKindShort[kKinds] = {"plain",    "glibc",   "lb-off", "lb-on",   "floor",   "uftrace",   "gprof",
+                                        "xray-off", "xray-fdr", "lbs-off", "lbs-on", "lbnoplt-off", "lbnoplt-on"};
+const char* const kSuffix[kKinds] = {"plain", "glibc", "lookback", "lookback", "floor",   "pg",     "pg",
+                                     "xray",  "xray",  "lbstatic", "lbstatic", "lbnoplt", "lbnoplt"};
 bool IsExtra(int k) { return k >= kLbStaticOff; }
 bool IsLookback(int k) { return k == kLbOff || k == kLbOn || k >= kLbStaticOff; }
 bool IsLookbackOn(int k) { return k == kLbOn || k == kLbStaticOn || k == kLbNoPltOn; }
+bool IsXray(int k) { return k == kXrayOff || k == kXrayFdr; }
+// gprof's mcount runs at function entry only.
+int TracePointsPerCall(int k) { return k == kGprof ? kFunctionsPerCall : kTracePointsPerCall; }
+// Slower recorders run fewer calls per timed run.
+long CallsDivisor(int k) { return k == kUftrace ? 10 : k == kXrayFdr ? 4 : 1; }
 
 struct Variant {
   std::string compiler;  // "gcc" or "clang"
@@ -73,50 +91,13 @@ struct Options {
   std::vector<std::string> compilers = {"gcc", "clang"};
   double scale = 1.0;
   bool uftrace = true;
+  bool xray = true;
+  bool gprof = true;
   long warmup = kWarmupCalls;
   bool first_lap = true;
   bool extra = false;
   std::string raw;
 };
-
-[[noreturn]] void Die(const std::string& msg) {
-  fprintf(stderr, "listing1_driver: %s\n", msg.c_str());
-  exit(1);
-}
-
-bool IsExecutable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
-
-std::string SelfDir() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  std::string s(buf);
-  const size_t slash = s.rfind('/');
-  return slash == std::string::npos ? "." : s.substr(0, slash);
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t end = s.find(sep, start);
-    const std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!part.empty()) out.push_back(part);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
-std::optional<std::string> FindInPath(const std::string& name) {
-  const char* path = getenv("PATH");
-  for (const auto& d : Split(path ? path : "/usr/bin:/bin", ':')) {
-    const std::string p = d + "/" + name;
-    if (IsExecutable(p)) return p;
-  }
-  return std::nullopt;
-}
 
 // Top-level calls timed per run, by work. A traced run at work 0 takes
 // ~0.2 s (20 trace points of ~10 ns per call); larger work, fewer calls.
@@ -127,104 +108,23 @@ long CallsFor(int work, double scale) {
   return std::max(calls, 1000L);
 }
 
-std::string LoadAverage() {
-  FILE* f = fopen("/proc/loadavg", "r");
-  if (f == nullptr) return "?";
-  char buf[128] = {};
-  const bool ok = fgets(buf, sizeof buf, f) != nullptr;
-  fclose(f);
-  std::string s = ok ? buf : "?";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string MakeTempDir(const char* tag) {
-  std::string tmpl = std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") + "/listing1-" + tag + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) Die("mkdtemp: " + std::string(strerror(errno)));
-  return buf.data();
-}
-
-void RemoveTree(const std::string& path) {
-  DIR* d = opendir(path.c_str());
-  if (d != nullptr) {
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      const std::string child = path + "/" + name;
-      struct stat st;
-      if (lstat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        RemoveTree(child);
-      } else {
-        unlink(child.c_str());
-      }
-    }
-    closedir(d);
-  }
-  rmdir(path.c_str());
-}
-
-int CountEntries(const std::string& path) {
-  DIR* d = opendir(path.c_str());
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) {
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) ++n;
-  }
-  closedir(d);
-  return n;
-}
-
 struct RunOutput {
   bool ok = false;
   std::string text;  // stdout and stderr of the child
   long long elapsed_ns = 0;
   long long floor_records = 0;
   unsigned long long sink = 0;
+  long long bytes_written = -1;  // -1: the variant writes nothing
+  long long counted = -1;        // trace points counted by the check runs (gmon.out arcs, XRay count handler)
 };
 
-// Runs argv with the parent's environment minus LOOKBACK_* plus `env`.
+// Runs argv with the parent's environment minus LOOKBACK_*, BENCH_XRAY_*,
+// XRAY_OPTIONS, GMON_OUT_PREFIX and LB_FLOOR_*, plus `env`; parses listing1's result line.
 RunOutput Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  std::vector<std::string> envs;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (strncmp(*e, "LOOKBACK_", 9) != 0) envs.emplace_back(*e);
-  }
-  envs.insert(envs.end(), env.begin(), env.end());
-  std::vector<char*> cargv, cenv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
-  cenv.push_back(nullptr);
-
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) Die("pipe2 failed");
-  fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) Die("fork failed");
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    execve(cargv[0], cargv.data(), cenv.data());
-    fprintf(stderr, "exec %s: %s\n", cargv[0], strerror(errno));
-    _exit(127);
-  }
-  close(fds[1]);
+  const bench::Child c = bench::Spawn(argv, env, {"LOOKBACK_", "BENCH_XRAY_", "XRAY_OPTIONS=", "GMON_OUT_PREFIX=", "LB_FLOOR_"});
   RunOutput out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      out.text.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return out;
+  out.text = c.text;
+  if (!c.ok) return out;
   const size_t at = out.text.find("listing1 work=");
   if (at == std::string::npos) return out;
   int work = 0;
@@ -247,49 +147,63 @@ struct Runner {
     return env;
   }
 
-  RunOutput Run(const Variant& v, int work, long calls, long warmup) const {
+  // One run. Everything a variant writes goes to a fresh directory, measured
+  // and removed afterwards. `count` asks gprof and XRay for their trace point
+  // counts (gmon.out's arcs; XRay's counting handler instead of FDR).
+  RunOutput Run(const Variant& v, int work, long calls, long warmup, bool count = false) const {
     std::vector<std::string> args = {v.binary, std::to_string(work), std::to_string(calls), std::to_string(warmup)};
     std::vector<std::string> env;
-    std::string dir;
+    const std::string dir = bench::MakeTempDir("run", tmp_root);
     if (IsLookback(v.kind)) {
-      env = LookbackEnv(IsLookbackOn(v.kind), tmp_root, false);
+      env = LookbackEnv(IsLookbackOn(v.kind), dir, IsLookbackOn(v.kind));
     } else if (v.kind == kUftrace) {
-      dir = MakeTempDir("uftrace");
-      args.insert(args.begin(), {uftrace, "record", "-d", dir});
+      // A path that does not exist yet: uftrace renames an existing directory to <dir>.old.
+      args.insert(args.begin(), {uftrace, "record", "--no-libcall", "-d", dir + "/uftrace.data"});
+    } else if (v.kind == kGprof) {
+      env = {"GMON_OUT_PREFIX=" + dir + "/gmon"};
+    } else if (v.kind == kXrayFdr) {
+      env = {"XRAY_OPTIONS=xray_logfile_base=" + dir + "/xray-log. verbosity=0",
+             count ? std::string("BENCH_XRAY_COUNT=1") : std::string("BENCH_XRAY_FDR=") + kXrayFdrFlags};
     }
     RunOutput out = Spawn(args, env);
-    if (!dir.empty()) RemoveTree(dir);
+    if (v.kind != kPlain && v.kind != kGlibc && v.kind != kFloor && v.kind != kXrayOff &&
+        !(IsLookback(v.kind) && !IsLookbackOn(v.kind))) {
+      out.bytes_written = bench::TreeBytes(dir);
+    }
+    if (count && v.kind == kGprof) {
+      // GMON_OUT_PREFIX=<dir>/gmon writes <dir>/gmon.<pid>.
+      if (bench::CountEntries(dir) == 1) {
+        if (DIR* d = opendir(dir.c_str())) {
+          while (dirent* e = readdir(d)) {
+            if (strncmp(e->d_name, "gmon.", 5) == 0) out.counted = bench::GmonCalls(dir + "/" + e->d_name);
+          }
+          closedir(d);
+        }
+      }
+    }
+    if (count && v.kind == kXrayFdr) {
+      const size_t at = out.text.find("xray_trace_points=");
+      if (at != std::string::npos) out.counted = atoll(out.text.c_str() + at + strlen("xray_trace_points="));
+    }
+    bench::RemoveTree(dir);
     return out;
   }
 };
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string Fmt(double v, int prec) {
-  if (std::isnan(v)) return "–";
-  char b[64];
-  snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
-
 void Usage() {
   fprintf(stderr,
           "usage: listing1_driver [--dir DIR] [--rounds N] [--work 0,1,10,100,1000] [--compilers gcc,clang]\n"
-          "                       [--scale F] [--no-uftrace] [--no-first-lap] [--extra]\n"
-          "                       [--raw FILE.csv] [--quick]\n");
+          "                       [--scale F] [--no-uftrace] [--no-xray] [--no-gprof] [--no-first-lap]\n"
+          "                       [--extra] [--raw FILE.csv] [--quick]\n");
   exit(2);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::g_prog = "listing1_driver";
   Options o;
-  o.dir = SelfDir();
+  o.dir = bench::SelfDir();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -302,13 +216,17 @@ int main(int argc, char** argv) {
       o.rounds = atoi(next().c_str());
     } else if (a == "--work") {
       o.works.clear();
-      for (const auto& w : Split(next(), ',')) o.works.push_back(atoi(w.c_str()));
+      for (const auto& w : bench::Split(next(), ',')) o.works.push_back(atoi(w.c_str()));
     } else if (a == "--compilers") {
-      o.compilers = Split(next(), ',');
+      o.compilers = bench::Split(next(), ',');
     } else if (a == "--scale") {
       o.scale = atof(next().c_str());
     } else if (a == "--no-uftrace") {
       o.uftrace = false;
+    } else if (a == "--no-xray") {
+      o.xray = false;
+    } else if (a == "--no-gprof") {
+      o.gprof = false;
     } else if (a == "--extra") {
       o.extra = true;
     } else if (a == "--no-first-lap") {
@@ -327,9 +245,10 @@ int main(int argc, char** argv) {
   if (o.rounds < 1 || o.works.empty() || !(o.scale > 0)) Usage();
 
   Runner runner;
-  runner.tmp_root = MakeTempDir("dumps");
+  runner.tmp_root = bench::MakeTempDir("listing1-runs");
+  bench::g_scratch_dir = runner.tmp_root;
   if (o.uftrace) {
-    if (auto u = FindInPath("uftrace")) {
+    if (auto u = bench::FindInPath("uftrace")) {
       runner.uftrace = *u;
     } else {
       fprintf(stderr, "listing1_driver: uftrace not found in PATH: skipping the uftrace variant\n");
@@ -342,8 +261,10 @@ int main(int argc, char** argv) {
     for (int k = 0; k < kKinds; ++k) {
       const std::string bin = o.dir + "/listing1_" + c + "_" + kSuffix[k];
       if (k == kUftrace && runner.uftrace.empty()) continue;
+      if (k == kGprof && !o.gprof) continue;
+      if (IsXray(k) && (!o.xray || c != "clang")) continue;  // XRay is clang's
       if (IsExtra(k) && !o.extra) continue;
-      if (!IsExecutable(bin)) {
+      if (!bench::IsExecutable(bin)) {
         if (k == kPlain) {
           fprintf(stderr, "listing1_driver: %s not built: skipping %s\n", bin.c_str(), c.c_str());
           break;
@@ -356,45 +277,65 @@ int main(int argc, char** argv) {
   }
   if (variants.empty()) Die("no variant binaries in " + o.dir + " (build target listing1_bench)");
 
-  // ---- untimed checks: lookback's hooks are the ones called ----------------
+  // ---- untimed checks --------------------------------------------------------
+  // lookback's hooks are the ones called; gprof and XRay trace exactly the ten
+  // functions; XRay FDR writes a log.
   for (const auto& v : variants) {
-    if (!IsLookback(v.kind)) continue;
-    const std::string dir = MakeTempDir("check");
-    const std::vector<std::string> args = {v.binary, "0", "1000", "0"};
-    RunOutput out = Spawn(args, runner.LookbackEnv(IsLookbackOn(v.kind), dir, true));
-    const int dumps = CountEntries(dir);
-    RemoveTree(dir);
-    if (!out.ok) Die(v.binary + " failed:\n" + out.text);
-    if (IsLookbackOn(v.kind) && dumps < 1) Die(v.binary + ": tracing on, but no dump at exit: are lookback's hooks linked?");
-    if (!IsLookbackOn(v.kind) && dumps != 0) Die(v.binary + ": LOOKBACK_ENABLED=0, yet a dump was written");
+    constexpr long kCheckCalls = 1000;
+    if (IsLookback(v.kind)) {
+      const std::string dir = bench::MakeTempDir("check", runner.tmp_root);
+      const std::vector<std::string> args = {v.binary, "0", std::to_string(kCheckCalls), "0"};
+      RunOutput out = Spawn(args, runner.LookbackEnv(IsLookbackOn(v.kind), dir, true));
+      const int dumps = bench::CountEntries(dir);
+      bench::RemoveTree(dir);
+      if (!out.ok) Die(v.binary + " failed:\n" + out.text);
+      if (IsLookbackOn(v.kind) && dumps < 1) Die(v.binary + ": tracing on, but no dump at exit: are lookback's hooks linked?");
+      if (!IsLookbackOn(v.kind) && dumps != 0) Die(v.binary + ": LOOKBACK_ENABLED=0, yet a dump was written");
+    } else if (v.kind == kGprof || v.kind == kXrayFdr) {
+      RunOutput out = runner.Run(v, 0, kCheckCalls, 0, /*count=*/true);
+      if (!out.ok) Die(v.binary + " (" + kKindNames[v.kind] + ") failed:\n" + out.text);
+      const long long expected = TracePointsPerCall(v.kind) * kCheckCalls;
+      if (out.counted != expected) {
+        Die(v.binary + " (" + kKindNames[v.kind] + "): counted " + std::to_string(out.counted) +
+            " trace points in " + std::to_string(kCheckCalls) + " calls, expected " + std::to_string(expected));
+      }
+      if (v.kind == kXrayFdr) {
+        RunOutput fdr = runner.Run(v, 0, kCheckCalls, 0);
+        if (!fdr.ok || fdr.bytes_written <= 0) Die(v.binary + ": XRay FDR wrote no log:\n" + fdr.text);
+      }
+    }
   }
 
   // ---- interleaved rounds ----------------------------------------------------
   // ns per top-level call, [variant][work index][round]; NAN when a run failed.
   std::vector<std::vector<std::vector<double>>> ns(
       variants.size(), std::vector<std::vector<double>>(o.works.size(), std::vector<double>(o.rounds, NAN)));
+  std::vector<std::vector<std::vector<double>>> bytes = ns;   // bytes written per run
+  std::vector<std::vector<long>> run_calls(variants.size(), std::vector<long>(o.works.size(), 0));
   FILE* raw = nullptr;
   if (!o.raw.empty()) {
     raw = fopen(o.raw.c_str(), "w");
     if (raw == nullptr) Die("cannot write " + o.raw);
-    fprintf(raw, "round,compiler,variant,work,calls,warmup,elapsed_ns,ns_per_call\n");
+    fprintf(raw, "round,compiler,variant,work,calls,warmup,elapsed_ns,ns_per_call,bytes_written\n");
   }
-  std::map<std::pair<size_t, size_t>, unsigned long long> plain_sink;  // (compiler idx, work idx) -> sink
+  // (compiler, work, calls) -> sink: variants running the same calls compute the same result
+  std::map<std::tuple<std::string, int, long>, unsigned long long> plain_sink;
   fprintf(stderr, "listing1_driver: %zu variants x %zu work values x %d rounds\n", variants.size(), o.works.size(),
           o.rounds);
-  const std::string load_before = LoadAverage();
+  const std::string load_before = bench::LoadAverage();
   for (int r = 0; r < o.rounds; ++r) {
     for (size_t w = 0; w < o.works.size(); ++w) {
       const int work = o.works[w];
       for (size_t j = 0; j < variants.size(); ++j) {
         const size_t vi = (j + static_cast<size_t>(r)) % variants.size();  // rotate the order each round
         const Variant& v = variants[vi];
-        long calls = CallsFor(work, o.scale);
+        const long calls = std::max(CallsFor(work, o.scale) / CallsDivisor(v.kind), 1000L);
         const long warmup = o.warmup;
-        if (v.kind == kUftrace) calls = std::max(calls / 10, 1000L);  // >10x slower, 16 B per record to disk
+        run_calls[vi][w] = calls;
         RunOutput out = runner.Run(v, work, calls, warmup);
         if (!out.ok) {
-          fprintf(stderr, "listing1_driver: %s work=%d failed:\n%s\n", v.binary.c_str(), work, out.text.c_str());
+          fprintf(stderr, "listing1_driver: %s (%s) work=%d failed:\n%s\n", v.binary.c_str(), kKindNames[v.kind], work,
+                  out.text.c_str());
           continue;
         }
         if (v.kind == kFloor && out.floor_records != static_cast<long long>(kTracePointsPerCall) * (calls + warmup)) {
@@ -402,17 +343,14 @@ int main(int argc, char** argv) {
               std::to_string(kTracePointsPerCall * (calls + warmup)));
         }
         if (v.kind != kFloor && out.floor_records != -1) Die(v.binary + ": the floor hook is linked in");
-        if (v.kind != kUftrace) {  // same calls, same result
-          const size_t ci = static_cast<size_t>(
-              std::find(o.compilers.begin(), o.compilers.end(), v.compiler) - o.compilers.begin());
-          auto [it, fresh] = plain_sink.emplace(std::make_pair(ci, w), out.sink);
-          if (!fresh && it->second != out.sink) Die(v.binary + ": result differs from the other variants");
-        }
+        auto [it, fresh] = plain_sink.emplace(std::make_tuple(v.compiler, work, calls), out.sink);
+        if (!fresh && it->second != out.sink) Die(v.binary + ": result differs from the other variants");
         const double per_call = static_cast<double>(out.elapsed_ns) / static_cast<double>(calls);
         ns[vi][w][r] = per_call;
+        bytes[vi][w][r] = static_cast<double>(out.bytes_written);
         if (raw != nullptr) {
-          fprintf(raw, "%d,%s,%s,%d,%ld,%ld,%lld,%.3f\n", r, v.compiler.c_str(), kKindShort[v.kind], work, calls,
-                  warmup, out.elapsed_ns, per_call);
+          fprintf(raw, "%d,%s,%s,%d,%ld,%ld,%lld,%.3f,%lld\n", r, v.compiler.c_str(), kKindShort[v.kind], work, calls,
+                  warmup, out.elapsed_ns, per_call, out.bytes_written);
         }
       }
     }
@@ -439,16 +377,16 @@ int main(int argc, char** argv) {
         }
         first[vi][r] = static_cast<double>(out.elapsed_ns) / static_cast<double>(kLapCalls);
         if (raw != nullptr) {
-          fprintf(raw, "%d,%s,%s-first-lap,0,%ld,0,%lld,%.3f\n", r, variants[vi].compiler.c_str(),
-                  kKindShort[variants[vi].kind], kLapCalls, out.elapsed_ns, first[vi][r]);
+          fprintf(raw, "%d,%s,%s-first-lap,0,%ld,0,%lld,%.3f,%lld\n", r, variants[vi].compiler.c_str(),
+                  kKindShort[variants[vi].kind], kLapCalls, out.elapsed_ns, first[vi][r], out.bytes_written);
         }
       }
     }
     fprintf(stderr, "listing1_driver: first-lap runs done\n");
   }
   if (raw != nullptr) fclose(raw);
-  RemoveTree(runner.tmp_root);
-  const std::string load_after = LoadAverage();
+  bench::RemoveTree(runner.tmp_root);
+  const std::string load_after = bench::LoadAverage();
 
   // ---- per-round ratios, medians -------------------------------------------
   auto find = [&](const std::string& c, Kind k) -> int {
@@ -459,25 +397,21 @@ int main(int argc, char** argv) {
   };
   // Per round: ns per trace point of variant vi over the same round's uninstrumented run.
   auto tp_of = [&](int vi, int plain, size_t w, int r) {
-    return (ns[vi][w][r] - ns[plain][w][r]) / kTracePointsPerCall;
+    return (ns[vi][w][r] - ns[plain][w][r]) / TracePointsPerCall(variants[vi].kind);
   };
   // Median over rounds of f(r), skipping failed runs (NAN).
   auto median_of = [&](auto f) {
     std::vector<double> v;
-    for (int r = 0; r < o.rounds; ++r) {
-      const double x = f(r);
-      if (!std::isnan(x)) v.push_back(x);
-    }
+    for (int r = 0; r < o.rounds; ++r) v.push_back(f(r));
     return Median(v);
   };
 
-  printf("Listing 1, depth %d: %d trace points per top-level call. Medians of %d interleaved rounds;\n",
-         kFunctionsPerCall, kTracePointsPerCall, o.rounds);
-  printf("ns/tp = (variant - uninstrumented) / %d; ratios computed within each round, then the median taken.\n",
-         kTracePointsPerCall);
+  printf("Listing 1, depth %d: %d trace points per top-level call (gprof: %d mcount calls). Medians of %d interleaved rounds;\n",
+         kFunctionsPerCall, kTracePointsPerCall, kFunctionsPerCall, o.rounds);
+  printf("ns/tp = (variant - uninstrumented) / trace points per call; ratios computed within each round, then the median taken.\n");
   printf("/proc/loadavg before: %s; after: %s\n\n", load_before.c_str(), load_after.c_str());
-  printf("| compiler | work | variant | ns/call | ns/fn call | ns/trace point | tp min..max | x floor (per tp) | x uninstr. (per call) |\n");
-  printf("|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
+  printf("| compiler | work | variant | ns/call | ns/fn call | ns/trace point | tp min..max | x floor (per tp) | x uninstr. (per call) | bytes written per run |\n");
+  printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& c : o.compilers) {
     const int plain = find(c, kPlain);
     if (plain < 0) continue;
@@ -504,9 +438,10 @@ int main(int argc, char** argv) {
           }
         }
         const double x_plain = median_of([&](int r) { return ns[vi][w][r] / ns[plain][w][r]; });
-        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", c.c_str(), o.works[w], kKindNames[k],
+        const double b = median_of([&](int r) { return bytes[vi][w][r]; });
+        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.c_str(), o.works[w], kKindNames[k],
                Fmt(call, 1).c_str(), Fmt(call / kFunctionsPerCall, 2).c_str(), tp.c_str(), range.c_str(),
-               x_floor.c_str(), Fmt(x_plain, 3).c_str());
+               x_floor.c_str(), Fmt(x_plain, 3).c_str(), FmtBytes(b).c_str());
       }
     }
   }
@@ -528,6 +463,47 @@ int main(int argc, char** argv) {
       const double off_tp = off < 0 ? NAN : median_of([&](int r) { return tp_of(off, plain, w, r); });
       printf("| %s | %d | %s | %s |\n", c.c_str(), o.works[w], verdict(ratio, 1.15).c_str(),
              verdict(off_tp, 0.8).c_str());
+    }
+  }
+
+  // ---- side by side: the other tracers against lookback, tracing on ----------
+  printf("\nSide by side, ns per trace point (other tracer / lookback on, median of per-round ratios):\n\n");
+  printf("| compiler | work | lookback on | floor hook | uftrace record | gprof (per mcount) | XRay FDR | XRay unpatched | lookback off |\n");
+  printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& c : o.compilers) {
+    const int plain = find(c, kPlain), on = find(c, kLbOn);
+    if (plain < 0 || on < 0) continue;
+    for (size_t w = 0; w < o.works.size(); ++w) {
+      auto cell = [&](Kind k, bool ratio) {
+        const int vi = find(c, k);
+        if (vi < 0) return std::string("–");
+        const double tp = median_of([&](int r) { return tp_of(vi, plain, w, r); });
+        if (!ratio) return Fmt(tp, 2);
+        const double x = median_of([&](int r) { return tp_of(vi, plain, w, r) / tp_of(on, plain, w, r); });
+        return Fmt(tp, 2) + " (" + Fmt(x, 2) + "x)";
+      };
+      printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", c.c_str(), o.works[w], cell(kLbOn, false).c_str(),
+             cell(kFloor, true).c_str(), cell(kUftrace, true).c_str(), cell(kGprof, true).c_str(),
+             cell(kXrayFdr, true).c_str(), cell(kXrayOff, true).c_str(), cell(kLbOff, true).c_str());
+    }
+  }
+
+  // ---- bytes written -----------------------------------------------------------
+  printf("\nBytes written per run (medians; lookback: the dump at exit, LOOKBACK_DUMP_AT_EXIT=1; uftrace: its data\n");
+  printf("directory, streamed while the program runs; XRay FDR: the log flushed at exit; gprof: gmon.out at exit):\n\n");
+  printf("| compiler | work | variant | calls per run (timed + warm-up) | trace points per run | bytes written | bytes per trace point |\n");
+  printf("|---|---:|---|---:|---:|---:|---:|\n");
+  for (const auto& c : o.compilers) {
+    for (size_t w = 0; w < o.works.size(); ++w) {
+      for (Kind k : {kLbOn, kUftrace, kXrayFdr, kGprof, kLbStaticOn, kLbNoPltOn}) {
+        const int vi = find(c, k);
+        if (vi < 0) continue;
+        const double b = median_of([&](int r) { return bytes[vi][w][r]; });
+        const long total_calls = run_calls[vi][w] + o.warmup;
+        const double tps = static_cast<double>(total_calls) * TracePointsPerCall(k);
+        printf("| %s | %d | %s | %ld | %s | %s | %s |\n", c.c_str(), o.works[w], kKindNames[k], total_calls,
+               bench::FmtCount(tps).c_str(), FmtBytes(b).c_str(), Fmt(b / tps, 2).c_str());
+      }
     }
   }
 

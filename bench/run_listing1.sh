@@ -6,9 +6,10 @@
 #
 # BUILD_DIR defaults to /tmp/bench-build. Driver options (see
 # bench/listing1_driver.cc): --rounds N (default 7), --work 0,1,10,100,1000,
-# --compilers gcc,clang, --scale F, --no-uftrace, --no-first-lap, --extra,
-# --raw FILE.csv, --quick.
-# A full run takes about two minutes on a 2-vCPU VM.
+# --compilers gcc,clang, --scale F, --no-uftrace, --no-xray, --no-gprof,
+# --no-first-lap, --extra, --raw FILE.csv, --quick.
+# bench/compare.sh runs this driver too, next to real programs.
+# A full run takes about three minutes on a 2-vCPU VM.
 set -euo pipefail
 
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

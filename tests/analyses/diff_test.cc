@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../integration/harness.h"
+#include "timing_recording.h"
 #include "analyses/report.h"
 #include "format/reader.h"
 #include "model/clock_model.h"
@@ -19,42 +20,6 @@
 namespace lookback::testing {
 namespace {
 
-constexpr double kMs = 1e6;
-
-// A recording of `timing ARGS`, and how far it ran over its nominal length.
-struct Recording {
-  std::string path;
-  int64_t slack_ns = 0;  // the traced span beyond the nominal: what CPU starvation added
-};
-
-// As in report_test.cc: spins and sleeps never end early, so a function's
-// time only grows past its nominal, by at most what the machine took away:
-// the traced thread's span (from the dump's thread table) minus the
-// program's nominal length. Records up to 5 times, until that slack is under
-// 8 ms, and keeps the quietest run.
-Recording RecordTiming(const std::string& name, const std::vector<std::string>& args, double nominal_ms) {
-  Recording best;
-  best.slack_ns = std::numeric_limits<int64_t>::max();
-  for (int attempt = 0; attempt < 5 && best.slack_ns > 8 * kMs; ++attempt) {
-    const std::string dir = FreshDir(name + "_" + std::to_string(attempt));
-    std::vector<std::string> argv = {Cli(), "record", "--dir", dir, "--", Program("timing")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    RunResult r = RunProgram(argv);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto dumps = Dumps(dir);
-    EXPECT_EQ(dumps.size(), 1u) << r.err;
-    if (dumps.size() != 1) break;
-    format::Dump d = MustOpen(dumps[0]);
-    const format::ThreadInfo* t = FindThread(d, "timing");
-    if (t == nullptr) break;
-    const model::ClockModel clock(d.clock);
-    const int64_t span = clock.MonotonicNs(t->exit_tsc ? t->exit_tsc : t->snapshot_tsc) - clock.MonotonicNs(t->start_tsc);
-    const int64_t slack = std::max<int64_t>(0, span - static_cast<int64_t>(nominal_ms * kMs));
-    if (slack < best.slack_ns) best = Recording{dumps[0], slack};
-  }
-  if (best.slack_ns == std::numeric_limits<int64_t>::max()) best.slack_ns = 0;
-  return best;
-}
 
 // Nominal lengths: 3 x (30 + 5 x F + 10) + 2 x 20 ms, F = 2 ms, or 6 ms slower.
 const Recording& BeforeRun() {

@@ -48,6 +48,17 @@ void lb_thread_enable(void) LOOKBACK_API;
 /* 1 if the calling thread is recording now. */
 int lb_thread_is_tracing(void) LOOKBACK_API;
 
+/* Scopes: a named span of a thread's work (a frame, a request, one event-loop
+ * iteration) that can carry a duration objective. A scope appears in the trace
+ * as a call named NAME; with LOOKBACK_SLOW_SCOPE=NAME:DURATION a scope that
+ * runs longer triggers a dump, and LOOKBACK_STALL treats a thread that is
+ * inside no scope as idle (see docs/triggers.md). Scopes nest (up to 8 deep
+ * are watched). Begin and end must be paired on the same thread; end takes the
+ * same name. NAME must stay valid for the life of the process (a literal).
+ * Cost: about two trace points. */
+void lb_scope_begin(const char* name) LOOKBACK_API;
+void lb_scope_end(const char* name) LOOKBACK_API;
+
 #ifdef __cplusplus
 }
 #endif

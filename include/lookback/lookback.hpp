@@ -19,4 +19,20 @@ LOOKBACK_NO_INSTRUMENT inline std::string dump_sync(const char* reason, std::str
   return {};
 }
 
+// RAII scope (see lb_scope_begin): LOOKBACK_SCOPE("frame");
+class Scope {
+ public:
+  LOOKBACK_NO_INSTRUMENT explicit Scope(const char* name) : name_(name) { lb_scope_begin(name); }
+  LOOKBACK_NO_INSTRUMENT ~Scope() { lb_scope_end(name_); }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  const char* name_;
+};
+
 }  // namespace lookback
+
+#define LOOKBACK_SCOPE_CAT2(a, b) a##b
+#define LOOKBACK_SCOPE_CAT(a, b) LOOKBACK_SCOPE_CAT2(a, b)
+#define LOOKBACK_SCOPE(name) ::lookback::Scope LOOKBACK_SCOPE_CAT(lookback_scope_, __LINE__)(name)

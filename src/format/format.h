@@ -100,7 +100,7 @@ static_assert(FnBasePrevious(MakeFnBase(1, kKeyBaseMask, true)) == kKeyBaseMask)
 // Readers skip section types they do not know.
 // ---------------------------------------------------------------------------
 inline constexpr char kMagic[8] = {'L', 'O', 'O', 'K', 'B', 'A', 'C', 'K'};
-inline constexpr uint16_t kDumpVersion = 1;
+inline constexpr uint16_t kDumpVersion = 2;  // 2: TRIGGER section, kThreadTrimmed
 inline constexpr uint16_t kMinReaderVersion = 1;
 inline constexpr uint32_t kFileHeaderSize = 64;
 inline constexpr uint32_t kSectionHeaderSize = 16;
@@ -127,6 +127,7 @@ enum class SectionType : uint32_t {
   kThread = 4,
   kNames = 5,
   kStats = 6,
+  kTrigger = 7,
 };
 
 // PROCESS payload: u32 pid, u32 ppid, u32 dump sequence number (1-based),
@@ -154,11 +155,18 @@ enum class SectionType : uint32_t {
 // STATS payload: u32 threads not traced for lack of memory, u32 threads not
 // traced by the selection pattern, u32 rings reclaimed after exit, u32
 // invalid keys dropped, u64 configured buffer size in bytes.
+//
+// TRIGGER payload (version 2): u32 tid the trigger is about (0: none), u32
+// signal (crash), u64 tsc when it fired, u64 measured ns, u64 threshold ns,
+// u64 window ns (0: the dump keeps everything), u64 triggers suppressed since
+// the previous dump, string detector name, string subject.
 enum ThreadFlag : uint32_t {
   kThreadExited = 1u << 0,
   kThreadWrapped = 1u << 1,   // the ring was overwritten: the window starts mid-trace
   kThreadTracing = 1u << 2,   // tracing was on at snapshot time
   kThreadMain = 1u << 3,      // tid == pid
+  kThreadTrimmed = 1u << 4,   // records older than the dump's time window were left out; the
+                              // first two records are a synthesized EPOCH and FN_BASE
 };
 
 inline constexpr uint32_t kMaxStringBytes = 1u << 20;

@@ -250,6 +250,14 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
         c.U64(&s.buffer_bytes);
         break;
       }
+      case SectionType::kTrigger: {
+        TriggerInfo t;
+        c.U32(&t.tid), c.U32(&t.signal);
+        c.U64(&t.tsc), c.U64(&t.measured_ns), c.U64(&t.threshold_ns), c.U64(&t.window_ns), c.U64(&t.suppressed);
+        c.String(&t.detector, "detector") && c.String(&t.subject, "trigger subject");
+        if (!c.failed()) d.trigger = std::move(t);
+        break;
+      }
       default:
         d.warnings.push_back({"skipped unknown section type " + std::to_string(type), off});
         break;

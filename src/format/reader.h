@@ -68,6 +68,20 @@ struct StatsInfo {
   uint64_t buffer_bytes = 0;
 };
 
+// What made the process write this dump (TRIGGER section; absent in dumps
+// written before version 2).
+struct TriggerInfo {
+  std::string detector;     // "stall", "slow-scope", "slow-call", "crash", "explicit", "exit", "exec"
+  uint32_t tid = 0;         // the thread it is about (0: none)
+  uint32_t signal = 0;      // crash: the signal number
+  uint64_t tsc = 0;         // when it fired
+  uint64_t measured_ns = 0; // what was measured (stall length, scope/call duration)
+  uint64_t threshold_ns = 0;
+  uint64_t window_ns = 0;   // the dump keeps only this much before the snapshot (0: everything)
+  uint64_t suppressed = 0;  // triggers merged into this dump or dropped by rate limits since the previous one
+  std::string subject;      // thread pattern, scope name, function name, signal name, or request text
+};
+
 class Dump {
  public:
   // Maps and parses a file.
@@ -88,6 +102,7 @@ class Dump {
   std::vector<ThreadInfo> threads;
   std::map<uint64_t, std::string> names;
   StatsInfo stats;
+  std::optional<TriggerInfo> trigger;
   // Problems that did not stop parsing (unknown sections, trailing bytes...).
   std::vector<Error> warnings;
 

@@ -3,6 +3,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <string_view>
 
 namespace lookback::rt {
@@ -32,7 +34,122 @@ uint64_t RoundUpPow2(uint64_t v) {
   return p;
 }
 
+std::vector<std::string> SplitList(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    std::string part = Trim(std::string(s.substr(0, comma)));
+    if (!part.empty()) out.push_back(part);
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+int DetectorIndex(const std::string& name) {
+  for (size_t i = 0; i < kDetectorCount; ++i) {
+    if (name == kDetectorNames[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// "VALUE" (every automatic detector: stall, slow-scope, slow-call) or
+// "detector=VALUE,...". Each value goes through `parse`.
+template <class T, class Parse>
+bool ParsePerDetector(const std::string& text, T (&field)[kDetectorCount], Parse parse, std::string* why) {
+  T parsed[kDetectorCount];
+  std::copy(std::begin(field), std::end(field), parsed);
+  for (const std::string& part : SplitList(text)) {
+    const size_t eq = part.find('=');
+    T v{};
+    if (eq == std::string::npos) {
+      if (!parse(part, &v)) return *why = "'" + part + "' is not a valid value", false;
+      for (Detector d : {Detector::kStall, Detector::kSlowScope, Detector::kSlowCall}) parsed[static_cast<size_t>(d)] = v;
+      continue;
+    }
+    const int d = DetectorIndex(Trim(part.substr(0, eq)));
+    if (d < 0) return *why = "'" + Trim(part.substr(0, eq)) + "' is not a detector (stall, slow-scope, slow-call, crash, explicit)", false;
+    if (!parse(Trim(part.substr(eq + 1)), &v)) return *why = "'" + part + "' is not a valid value", false;
+    parsed[d] = v;
+  }
+  std::copy(std::begin(parsed), std::end(parsed), field);
+  return true;
+}
+
+// LOOKBACK_CONFIG: "name = value" lines; '#' starts a comment. Names are the
+// variables without LOOKBACK_, in any case, with '-' or '_'.
+std::map<std::string, std::string> ReadConfigFile(const std::string& path, std::vector<ConfigProblem>* problems) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  if (!in) {
+    problems->push_back({"LOOKBACK_CONFIG='" + path + "': cannot read the file; using the environment and defaults"});
+    return out;
+  }
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    line = Trim(line);
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    std::string key = eq == std::string::npos ? line : Trim(line.substr(0, eq));
+    for (auto& c : key) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (key.rfind("LOOKBACK_", 0) != 0) key = "LOOKBACK_" + key;
+    bool known = false;
+    for (const char* const* v = kConfigVariables; *v; ++v) known = known || key == *v;
+    if (eq == std::string::npos || !known || key == "LOOKBACK_CONFIG") {
+      problems->push_back({path + ":" + std::to_string(n) + ": '" + line + "' is not 'name = value' with a known name (docs/triggers.md); ignored"});
+      continue;
+    }
+    out[key] = Trim(line.substr(eq + 1));
+  }
+  return out;
+}
+
 }  // namespace
+
+const char* const kConfigVariables[] = {
+    "LOOKBACK_DIR", "LOOKBACK_BUFFER_SIZE", "LOOKBACK_THREADS", "LOOKBACK_MAX_THREADS", "LOOKBACK_MAX_MEMORY",
+    "LOOKBACK_KEEP_EXITED", "LOOKBACK_DUMP_SIGNAL", "LOOKBACK_DUMP_AT_EXIT", "LOOKBACK_ENABLED", "LOOKBACK_QUIET",
+    "LOOKBACK_STALL", "LOOKBACK_STALL_IDLE", "LOOKBACK_SLOW_SCOPE", "LOOKBACK_SLOW_CALL", "LOOKBACK_CRASH",
+    "LOOKBACK_POST_TRIGGER", "LOOKBACK_WINDOW", "LOOKBACK_RATE_LIMIT", "LOOKBACK_COOLDOWN", "LOOKBACK_MAX_DUMPS",
+    "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", nullptr};
+
+bool ParseDuration(const std::string& raw, uint64_t* ns) {
+  std::string t = Trim(raw);
+  uint64_t mult = 1000000;  // bare numbers are milliseconds
+  auto strip = [&](const char* suffix, uint64_t m) {
+    const size_t n = strlen(suffix);
+    if (t.size() > n && t.compare(t.size() - n, n, suffix) == 0) {
+      t.resize(t.size() - n);
+      mult = m;
+      return true;
+    }
+    return false;
+  };
+  strip("ns", 1) || strip("us", 1000) || strip("ms", 1000000) || strip("s", 1000000000ull) ||
+      strip("m", 60000000000ull) || strip("h", 3600000000000ull);
+  uint64_t v = 0;
+  if (!ParseUint(Trim(t), &v) || v > (uint64_t{1} << 62) / mult) return false;
+  *ns = v * mult;
+  return true;
+}
+
+bool ParseWatches(const std::string& text, std::vector<Watch>* out, std::string* why) {
+  std::vector<Watch> parsed;
+  for (const std::string& part : SplitList(text)) {
+    const size_t colon = part.rfind(':');
+    Watch w;
+    if (colon == std::string::npos || colon == 0 || !ParseDuration(part.substr(colon + 1), &w.threshold_ns) ||
+        w.threshold_ns == 0) {
+      *why = "'" + part + "' is not PATTERN:DURATION (example: ui:100ms)";
+      return false;
+    }
+    w.pattern = Trim(part.substr(0, colon));
+    parsed.push_back(w);
+  }
+  *out = std::move(parsed);
+  return true;
+}
 
 bool ParseSize(const std::string& raw, uint64_t* out) {
   std::string text = Trim(raw);
@@ -95,10 +212,21 @@ bool ParseSignal(const std::string& raw, int* out) {
   return false;
 }
 
-Config ParseConfig(const char* (*getenv_fn)(const char*), std::vector<ConfigProblem>* problems) {
+Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* problems) {
   Config c;
   auto bad = [&](const char* var, const char* value, const std::string& why) {
     problems->push_back({std::string(var) + "='" + value + "' " + why});
+  };
+  std::map<std::string, std::string> file;
+  if (const char* v = env("LOOKBACK_CONFIG"); v && *v) {
+    c.config_file = v;
+    file = ReadConfigFile(v, problems);
+  }
+  // The environment overrides the file.
+  auto getenv_fn = [&](const char* var) -> const char* {
+    if (const char* v = env(var); v && *v) return v;
+    auto it = file.find(var);
+    return it == file.end() ? nullptr : it->second.c_str();
   };
   if (const char* v = getenv_fn("LOOKBACK_DIR"); v && *v) c.dir = v;
   if (const char* v = getenv_fn("LOOKBACK_BUFFER_SIZE"); v && *v) {
@@ -164,6 +292,58 @@ Config ParseConfig(const char* (*getenv_fn)(const char*), std::vector<ConfigProb
   parse_flag("LOOKBACK_DUMP_AT_EXIT", &c.dump_at_exit);
   parse_flag("LOOKBACK_ENABLED", &c.enabled);
   parse_flag("LOOKBACK_QUIET", &c.quiet);
+  parse_flag("LOOKBACK_CRASH", &c.crash);
+
+  std::string why;
+  auto parse_watches = [&](const char* var, std::vector<Watch>* field) {
+    if (const char* v = getenv_fn(var); v && *v) {
+      if (!ParseWatches(v, field, &why)) bad(var, v, why + "; this detector is off");
+    }
+  };
+  parse_watches("LOOKBACK_STALL", &c.stall);
+  parse_watches("LOOKBACK_SLOW_SCOPE", &c.slow_scope);
+  parse_watches("LOOKBACK_SLOW_CALL", &c.slow_call);
+  if (const char* v = getenv_fn("LOOKBACK_STALL_IDLE"); v && *v) c.stall_idle = SplitList(v);
+  auto parse_duration = [&](const char* var, uint64_t* field, const char* fallback) {
+    if (const char* v = getenv_fn(var); v && *v) {
+      if (!ParseDuration(v, field)) bad(var, v, std::string("is not a duration (examples: 100ms, 2s); using ") + fallback);
+    }
+  };
+  parse_duration("LOOKBACK_POST_TRIGGER", &c.post_trigger_ns, "0");
+  parse_duration("LOOKBACK_WINDOW", &c.window_ns, "0 (everything)");
+  if (const char* v = getenv_fn("LOOKBACK_RATE_LIMIT"); v && *v) {
+    auto count = [](const std::string& t, uint32_t* out) {
+      std::string n = t;
+      if (n.size() > 2 && n.compare(n.size() - 2, 2, "/h") == 0) n.resize(n.size() - 2);
+      uint64_t x = 0;
+      if (!ParseUint(Trim(n), &x) || x > 1000000) return false;
+      *out = static_cast<uint32_t>(x);
+      return true;
+    };
+    if (!ParsePerDetector(v, c.rate_limit, count, &why))
+      bad("LOOKBACK_RATE_LIMIT", v, why + " (examples: 12, 12/h, stall=4,explicit=100); using the defaults");
+  }
+  if (const char* v = getenv_fn("LOOKBACK_COOLDOWN"); v && *v) {
+    auto dur = [](const std::string& t, uint64_t* out) { return ParseDuration(t, out); };
+    if (!ParsePerDetector(v, c.cooldown_ns, dur, &why))
+      bad("LOOKBACK_COOLDOWN", v, why + " (examples: 10s, stall=1m,slow-call=0); using the defaults");
+  }
+  if (const char* v = getenv_fn("LOOKBACK_MAX_DUMPS"); v && *v) {
+    uint64_t n = 0;
+    if (!ParseUint(Trim(v), &n) || n > 1000000) {
+      bad("LOOKBACK_MAX_DUMPS", v, "must be a whole number (0: no limit); using 100");
+    } else {
+      c.max_dumps = static_cast<uint32_t>(n);
+    }
+  }
+  if (const char* v = getenv_fn("LOOKBACK_MAX_DUMP_BYTES"); v && *v) {
+    uint64_t n = 0;
+    if (!ParseSize(v, &n)) {
+      bad("LOOKBACK_MAX_DUMP_BYTES", v, "is not a size (examples: 500M, 4G, 0 for no limit); using 4 GiB");
+    } else {
+      c.max_dump_bytes = n;
+    }
+  }
   return c;
 }
 

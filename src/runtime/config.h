@@ -8,6 +8,17 @@
 
 namespace lookback::rt {
 
+// The detectors that can ask for a dump (docs/triggers.md).
+enum class Detector : uint8_t { kStall, kSlowScope, kSlowCall, kCrash, kExplicit, kCount };
+inline constexpr const char* kDetectorNames[] = {"stall", "slow-scope", "slow-call", "crash", "explicit"};
+inline constexpr size_t kDetectorCount = static_cast<size_t>(Detector::kCount);
+
+// "PATTERN:DURATION": a thread-name glob, scope name or function-name glob and its threshold.
+struct Watch {
+  std::string pattern;
+  uint64_t threshold_ns = 0;
+};
+
 struct Config {
   std::string dir = "lookback-dumps";      // LOOKBACK_DIR
   uint64_t buffer_bytes = 8ull << 20;      // LOOKBACK_BUFFER_SIZE (rounded up to a power of two)
@@ -19,6 +30,22 @@ struct Config {
   bool dump_at_exit = false;               // LOOKBACK_DUMP_AT_EXIT
   bool enabled = true;                     // LOOKBACK_ENABLED: 0 traces no thread until lb_thread_enable
   bool quiet = false;                      // LOOKBACK_QUIET: no informational lines on stderr
+
+  // Triggers and their policy (docs/triggers.md).
+  std::vector<Watch> stall;                // LOOKBACK_STALL: thread glob : no trace point for this long
+  std::vector<std::string> stall_idle;     // LOOKBACK_STALL_IDLE: function globs where a thread is idle
+  std::vector<Watch> slow_scope;           // LOOKBACK_SLOW_SCOPE: scope name : longest allowed
+  std::vector<Watch> slow_call;            // LOOKBACK_SLOW_CALL: function glob : longest allowed
+  bool crash = true;                       // LOOKBACK_CRASH: dump on SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT
+  uint64_t post_trigger_ns = 0;            // LOOKBACK_POST_TRIGGER: keep recording this long, then dump
+  uint64_t window_ns = 0;                  // LOOKBACK_WINDOW: keep only this much before the snapshot (0: all)
+  // LOOKBACK_RATE_LIMIT: dumps per hour per detector (0: unlimited).
+  uint32_t rate_limit[kDetectorCount] = {12, 12, 12, 0, 0};
+  // LOOKBACK_COOLDOWN: least time between two dumps of one detector.
+  uint64_t cooldown_ns[kDetectorCount] = {10'000'000'000, 10'000'000'000, 10'000'000'000, 0, 0};
+  uint32_t max_dumps = 100;                // LOOKBACK_MAX_DUMPS: *.lbk files kept in dir (0: no limit)
+  uint64_t max_dump_bytes = 4ull << 30;    // LOOKBACK_MAX_DUMP_BYTES: bytes of *.lbk kept in dir (0: no limit)
+  std::string config_file;                 // LOOKBACK_CONFIG: name = value lines, overridden by the environment
 };
 
 // One environment variable's problem, phrased for the user.
@@ -34,5 +61,10 @@ Config ParseConfig(const char* (*getenv_fn)(const char*), std::vector<ConfigProb
 bool ParseSize(const std::string& text, uint64_t* out);  // "8M", "65536", "1G"
 bool ParseBool(const std::string& text, bool* out);      // 1/0, true/false, yes/no, on/off
 bool ParseSignal(const std::string& text, int* out);     // "USR2", "SIGUSR2", "12", "0"
+bool ParseDuration(const std::string& text, uint64_t* ns);  // "100ms", "2s", "500us", "1m", "250" (ms)
+// "PATTERN:DURATION[,PATTERN:DURATION...]"; the duration follows the last colon.
+bool ParseWatches(const std::string& text, std::vector<Watch>* out, std::string* why);
+// The variables lookback reads, for `lookback record` and config files.
+extern const char* const kConfigVariables[];
 
 }  // namespace lookback::rt

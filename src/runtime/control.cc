@@ -2,8 +2,11 @@
 // exit handler) that writes dumps, so traced threads never do that work.
 //
 // It sleeps in poll() on
-//   - an eventfd, written by lb_dump(), the dump signal's handler (write() is
-//     async-signal-safe) and exiting threads (retention);
+//   - an eventfd, written by the dump policy (lb_dump, triggers), the dump
+//     signal's and the crash handler (write() is async-signal-safe) and
+//     exiting threads (retention);
+// and wakes up on its own for the detectors' ticks and for dumps that wait
+// out a post-trigger delay (triggers.h).
 //   - a listening UNIX socket in the abstract namespace, "\0lookback-<pid>",
 //     for `lookback dump PID`. Only peers with our uid (or root) are served.
 // Protocol on the socket, one line each way:
@@ -22,16 +25,16 @@
 #include <deque>
 #include <string>
 
+#include <sys/syscall.h>
+
 #include "runtime/runtime.h"
+#include "runtime/triggers.h"
 
 namespace lookback::rt {
 namespace {
 
-constexpr size_t kMaxPendingDumps = 16;
-
 struct Control {
-  std::mutex m;  // guards `queue` and `started`
-  std::deque<std::string> queue;
+  std::mutex m;  // guards `started`
   bool started = false;
   int wake_fd = -1;
   int listen_fd = -1;
@@ -41,6 +44,7 @@ alignas(Control) unsigned char g_control_storage[sizeof(Control)];
 std::atomic<bool> g_control_constructed{false};
 std::atomic<int> g_wake_fd{-1};  // read by the signal handler
 std::atomic<bool> g_signal_pending{false};
+std::atomic<uint32_t> g_control_tid{0};
 int g_dump_signal = 0;
 
 Control& C() {
@@ -112,8 +116,13 @@ void ServeClient(int fd) {
   if (line == "PING") {
     WriteAll(fd, "OK " + std::to_string(R().pid) + " " + R().process_name + "\n");
   } else if (line.rfind("DUMP", 0) == 0) {
-    std::string reason = line.size() > 5 ? line.substr(5) : "lookback dump";
-    DumpOutcome out = WriteDump(reason);
+    Trigger t = ExplicitTrigger(line.size() > 5 ? line.substr(5) : "lookback dump");
+    std::string why;
+    if (!Admit(&t, &why)) {
+      WriteAll(fd, "ERR " + why + "\n");
+      return;
+    }
+    DumpOutcome out = WriteDump(t);
     WriteAll(fd, out.ok ? "OK " + out.path + "\n" : "ERR " + out.error + "\n");
   } else {
     WriteAll(fd, "ERR unknown request\n");
@@ -122,25 +131,38 @@ void ServeClient(int fd) {
 
 void* ControlMain(void*) {
   MarkControlThread();
+  g_control_tid.store(static_cast<uint32_t>(syscall(SYS_gettid)));
   Control& c = C();
+  const bool detectors = DetectorsConfigured();
+  uint64_t next_tick_ns = 0;
   for (;;) {
+    // Sleep until woken, the next detector tick, or the next delayed dump.
+    uint64_t now = MonotonicNs();
+    if (detectors && now >= next_tick_ns) next_tick_ns = now + DetectorTick();
+    uint64_t next_dump_ns = 0;
+    for (const Trigger& t : TakeDueDumps(now, &next_dump_ns)) WriteDump(t);
+    now = MonotonicNs();
+    uint64_t wake_at = detectors ? next_tick_ns : 0;
+    if (next_dump_ns != 0 && (wake_at == 0 || next_dump_ns < wake_at)) wake_at = next_dump_ns;
+    const int timeout_ms = wake_at == 0 ? -1 : wake_at <= now ? 0 : static_cast<int>((wake_at - now + 999999) / 1000000);
     pollfd fds[2] = {{c.wake_fd, POLLIN, 0}, {c.listen_fd, POLLIN, 0}};
-    const int n = poll(fds, c.listen_fd >= 0 ? 2 : 1, -1);
+    const int n = poll(fds, c.listen_fd >= 0 ? 2 : 1, timeout_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       return nullptr;
     }
+    Trigger crash;
+    if (CrashPending(&crash)) {  // first: the crashing thread is waiting for it
+      std::string why;
+      if (Admit(&crash, &why)) WriteDump(crash);
+      CrashDumpDone();
+    }
+    if (n == 0) continue;
     if (fds[0].revents & POLLIN) {
       uint64_t v;
       ssize_t ignored = read(c.wake_fd, &v, sizeof v);
       (void)ignored;
-      std::deque<std::string> todo;
-      {
-        std::lock_guard<std::mutex> lock(c.m);
-        todo.swap(c.queue);
-      }
-      if (g_signal_pending.exchange(false)) todo.push_back("signal " + std::string(strsignal(g_dump_signal)));
-      for (const auto& reason : todo) WriteDump(reason);
+      if (g_signal_pending.exchange(false)) Fire(ExplicitTrigger("signal " + std::string(strsignal(g_dump_signal))));
       std::lock_guard<std::mutex> lock(ControlMutex());
       ReclaimExitedRings();
     }
@@ -208,18 +230,19 @@ void WakeControlThread() {
 
 int QueueDump(const char* reason) {
   EnsureControlThread();
-  Control& c = C();
   {
+    Control& c = C();
     std::lock_guard<std::mutex> lock(c.m);
-    // A storm of requests cannot grow memory without bound: beyond a few
-    // pending dumps, later requests are refused (the pending ones will
-    // capture the same moments anyway).
-    if (!c.started || c.queue.size() >= kMaxPendingDumps) return -1;
-    c.queue.emplace_back(reason);
+    if (!c.started) return -1;
   }
-  WakeControlThread();
-  return 0;
+  // The policy bounds what can wait (16 dumps) and applies rate limits.
+  return Fire(ExplicitTrigger(reason)) ? 0 : -1;
 }
+
+uint32_t ControlThreadTid() { return g_control_tid.load(); }
+
+// The eventfd the crash handler writes; -1 until the control thread runs.
+int ControlWakeFd() { return g_control_tid.load() != 0 ? g_wake_fd.load() : -1; }
 
 void InstallDumpSignal() {
   int sig = R().config.dump_signal;
@@ -251,6 +274,7 @@ void ResetControlAfterFork() {
     if (old.wake_fd >= 0) close(old.wake_fd);      // its counter is shared with the parent
   }
   g_control_constructed.store(false);
+  g_control_tid.store(0);
   Control& c = C();
   c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   g_wake_fd.store(c.wake_fd);

@@ -19,6 +19,7 @@
 
 #include "format/encode.h"
 #include "runtime/runtime.h"
+#include "runtime/triggers.h"
 
 namespace lookback::rt {
 
@@ -197,9 +198,75 @@ bool MakeDirs(const std::string& dir, std::string* error) {
   return true;
 }
 
+// LOOKBACK_WINDOW: drops the records of `records` older than `cutoff_tsc`.
+// What is kept must still decode on its own and still say where the thread
+// was, so the window is prefixed with synthesized records: the entries of the
+// frames open at the cut (with their own timestamps, each preceded by the
+// EPOCH and FN_BASE it needs), then the EPOCH and FN_BASE in effect at the
+// cut. Returns the number of records dropped (0: nothing to trim).
+uint64_t TrimToWindow(std::vector<uint64_t>* records, uint64_t cutoff_tsc) {
+  using namespace format;
+  struct Open {
+    uint64_t key, tsc;
+  };
+  std::vector<Open> open;
+  uint64_t epoch = ~uint64_t{0}, base = ~uint64_t{0};
+  size_t cut = records->size();
+  for (size_t i = 0; i < records->size(); ++i) {
+    const uint64_t rec = (*records)[i];
+    if (!IsEvent(rec)) {
+      switch (static_cast<ControlKind>(ControlKindOf(rec))) {
+        case ControlKind::kEpoch: epoch = EpochValue(rec); break;
+        case ControlKind::kFnBase: base = FnBaseValue(rec); break;
+        case ControlKind::kResume: open.clear(); break;
+        default: break;
+      }
+      continue;
+    }
+    if (epoch == ~uint64_t{0} || base == ~uint64_t{0}) continue;  // not decodable yet
+    const uint64_t tsc = (epoch << kTscLowBits) | EventTscLow(rec);
+    if (tsc >= cutoff_tsc) {
+      cut = i;
+      break;
+    }
+    const uint64_t key = (base << 32) | EventKeyLow(rec);
+    if (!IsExit(rec)) {
+      if (open.size() < 256) open.push_back({key, tsc});
+      continue;
+    }
+    for (size_t k = open.size(); k-- > 0;) {  // a named exit closes its frame and any abandoned above it
+      if (open[k].key == key) {
+        open.resize(k);
+        break;
+      }
+    }
+  }
+  if (epoch == ~uint64_t{0} || base == ~uint64_t{0}) return 0;
+  std::vector<uint64_t> prefix;
+  uint64_t e_prev = ~uint64_t{0}, b_prev = ~uint64_t{0};
+  auto sync = [&](uint64_t e, uint64_t b) {
+    if (e != e_prev) prefix.push_back(MakeEpoch(e, 0));
+    if (b != b_prev) prefix.push_back(MakeFnBase(b, 0, false));
+    e_prev = e;
+    b_prev = b;
+  };
+  for (const Open& o : open) {
+    sync(o.tsc >> kTscLowBits, o.key >> 32);
+    prefix.push_back(MakeEvent(false, o.tsc, o.key));
+  }
+  e_prev = b_prev = ~uint64_t{0};  // always announce both at the cut
+  sync(epoch, base);
+  if (cut <= prefix.size()) return 0;  // trimming would not make the window smaller
+  const uint64_t dropped = cut - prefix.size();
+  std::copy(prefix.begin(), prefix.end(), records->begin() + static_cast<ptrdiff_t>(dropped));
+  records->erase(records->begin(), records->begin() + static_cast<ptrdiff_t>(dropped));
+  return dropped;
+}
+
 }  // namespace
 
-DumpOutcome WriteDumpLocked(const std::string& reason) {
+DumpOutcome WriteDumpLocked(const Trigger& trigger) {
+  const std::string& reason = trigger.reason;
   Runtime& rt = R();
   DumpOutcome out;
   ReclaimExitedRings();  // a dump holds at most keep_exited exited threads
@@ -297,28 +364,52 @@ DumpOutcome WriteDumpLocked(const std::string& reason) {
     PutU64(&p, rt.config.buffer_bytes);
     WriteSection(&sink, format::SectionType::kStats, std::move(p), &sections);
   }
+  {
+    std::string p;
+    PutU32(&p, trigger.tid);
+    PutU32(&p, trigger.signal);
+    PutU64(&p, trigger.tsc);
+    PutU64(&p, trigger.measured_ns);
+    PutU64(&p, trigger.threshold_ns);
+    PutU64(&p, rt.config.window_ns);
+    PutU64(&p, trigger.suppressed);
+    PutString(&p, trigger.detector);
+    PutString(&p, trigger.subject);
+    WriteSection(&sink, format::SectionType::kTrigger, std::move(p), &sections);
+  }
 
   std::vector<uint64_t> records;
   for (uint32_t i = 0; i < rt.registry_size && sink.error() == 0; ++i) {
     Ring* r = rt.registry[i].load(std::memory_order_acquire);
     if (r == nullptr) continue;
     const bool exited = r->state.load(std::memory_order_acquire) == kRingExited;
-    const uint64_t first = SnapshotRing(*r, &records);
+    const uint64_t lost = SnapshotRing(*r, &records);  // overwritten before the snapshot
+    uint64_t first = lost;
     const uint64_t snap_tsc = __rdtsc();
+    bool trimmed = false;
+    if (rt.config.window_ns != 0 && cal.ns != 0) {
+      const unsigned __int128 window_ticks = static_cast<unsigned __int128>(rt.config.window_ns) * cal.ticks / cal.ns;
+      if (window_ticks < snap_tsc) {
+        const uint64_t dropped = TrimToWindow(&records, snap_tsc - static_cast<uint64_t>(window_ticks));
+        first += dropped;
+        trimmed = dropped != 0;
+      }
+    }
     std::string name_now = exited ? std::string(r->exit_name, strnlen(r->exit_name, sizeof r->exit_name))
                                   : ThreadName(r->tid);
     uint32_t flags = 0;
     if (exited) flags |= format::kThreadExited;
-    if (first > 0) flags |= format::kThreadWrapped;
+    if (lost > 0) flags |= format::kThreadWrapped;
     if (!exited) flags |= format::kThreadTracing;
     if (r->tid == rt.pid) flags |= format::kThreadMain;
+    if (trimmed) flags |= format::kThreadTrimmed;
     std::string p;
     PutU32(&p, r->tid);
     PutU32(&p, flags);
     PutU64(&p, r->capacity);
     PutU64(&p, first);
     PutU64(&p, records.size());
-    PutU64(&p, first);  // records lost to overwriting before this window
+    PutU64(&p, lost);
     PutU64(&p, r->start_tsc);
     PutU64(&p, exited ? r->exit_tsc.load(std::memory_order_relaxed) : 0);
     PutU64(&p, snap_tsc);
@@ -360,14 +451,15 @@ DumpOutcome WriteDumpLocked(const std::string& reason) {
   }
   out.ok = true;
   out.path = final_path;
+  EnforceRetention(dir, final_path);
   return out;
 }
 
-DumpOutcome WriteDump(const std::string& reason) {
+DumpOutcome WriteDump(const Trigger& trigger) {
   DumpOutcome out;
   {
     std::lock_guard<std::mutex> lock(ControlMutex());
-    out = WriteDumpLocked(reason);
+    out = WriteDumpLocked(trigger);
   }
   if (!out.ok) SayOnce(out.error + " (the program continues; no dump was kept)");
   return out;

@@ -38,6 +38,8 @@ namespace lookback::rt {
 // At most this many slots are written before one publication of pos (EPOCH,
 // FN_BASE, RESUME, event). Snapshot readers widen their "maybe torn" margin by it.
 inline constexpr uint64_t kMaxSlotsPerPublish = 4;
+// Open scopes per thread whose start the detectors can see.
+inline constexpr uint32_t kMaxWatchedScopes = 8;
 
 struct alignas(64) Ring {
   // ---- cache line 0: the hot path reads all of it, the owner writes it ----
@@ -57,6 +59,19 @@ struct alignas(64) Ring {
   uint32_t tid = 0;
   uint64_t exit_order = 0;  // for retention: lower exited earlier
   char exit_name[16] = {};  // the thread's name at exit; valid once state == kExited
+  // ---- scopes (lb_scope_begin/end): owner writes, the control thread reads ----
+  // The owner fills scope_id/scope_start[d] before publishing depth d + 1
+  // (release); the reader loads the depth (acquire), then the entries, and
+  // re-reads the start to drop an entry that was being replaced.
+  std::atomic<uint32_t> scope_depth{0};
+  std::atomic<uint32_t> scopes_used{0};  // 1 once the thread has begun a scope
+  std::atomic<uint32_t> scope_id[kMaxWatchedScopes] = {};
+  std::atomic<uint64_t> scope_start[kMaxWatchedScopes] = {};  // tsc
+  // A scope that ended over its threshold, for the control thread to report
+  // (it may never have seen it open): start tsc last, with release.
+  std::atomic<uint32_t> late_scope_id{0};
+  std::atomic<uint64_t> late_scope_end{0};
+  std::atomic<uint64_t> late_scope_start{0};
 };
 static_assert(__builtin_offsetof(Ring, pos) == 0 && __builtin_offsetof(Ring, slots) == 40);
 static_assert(__builtin_offsetof(Ring, capacity) == 64, "hot fields fill exactly one cache line");

@@ -1,6 +1,7 @@
 // Per-thread recorder state: thread setup on the first trace point, the slow
 // path of a record, thread exit, retention, fork, and the public C API.
 #include "runtime/runtime.h"
+#include "runtime/triggers.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -205,10 +206,10 @@ void AtForkChild() {
 
 // Writes a dump on the calling thread, which records nothing meanwhile (its
 // own allocations must not land in its ring while it is being copied).
-DumpOutcome DumpOnThisThread(const char* reason) {
+DumpOutcome DumpOnThisThread(const Trigger& trigger) {
   Ring* saved = lb_tls_ring;
   lb_tls_ring = nullptr;
-  DumpOutcome out = WriteDump(reason);
+  DumpOutcome out = WriteDump(trigger);
   lb_tls_ring = saved;
   return out;
 }
@@ -217,7 +218,7 @@ DumpOutcome DumpOnThisThread(const char* reason) {
 void DumpAtProcessEnd(const char* reason) {
   if (g_init_state.load(std::memory_order_acquire) != 2) return;
   Runtime& rt = R();
-  if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed)) DumpOnThisThread(reason);
+  if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed)) DumpOnThisThread(EndTrigger(reason));
 }
 
 void AtExit() { DumpAtProcessEnd("exit"); }
@@ -249,6 +250,7 @@ void Initialise() {
   pthread_atfork(nullptr, nullptr, AtForkChild);
   atexit(AtExit);
   InstallDumpSignal();
+  if (rt->config.crash) InstallCrashHandlers();
 }
 
 }  // namespace
@@ -426,7 +428,14 @@ int lb_dump_sync(const char* reason, char* path_out, size_t path_len) {
     if (path_out && path_len) snprintf(path_out, path_len, "lookback is not initialised");
     return -1;
   }
-  DumpOutcome out = DumpOnThisThread(reason ? reason : "api");
+  Trigger t = ExplicitTrigger(reason ? reason : "api");
+  std::string why;
+  DumpOutcome out;
+  if (!Admit(&t, &why)) {
+    out.error = why;
+  } else {
+    out = DumpOnThisThread(t);
+  }
   if (path_out && path_len) snprintf(path_out, path_len, "%s", out.ok ? out.path.c_str() : out.error.c_str());
   return out.ok ? 0 : -1;
 }

@@ -61,6 +61,10 @@ void WakeControlThread() __attribute__((no_instrument_function));
 void InstallDumpSignal() __attribute__((no_instrument_function));
 void ResetControlAfterFork() __attribute__((no_instrument_function));
 int QueueDump(const char* reason) __attribute__((no_instrument_function));
+// The control thread's id (0: not running): never traced, never crash-dumps itself.
+uint32_t ControlThreadTid() __attribute__((no_instrument_function));
+// The eventfd that wakes the control thread; -1 until the thread runs.
+int ControlWakeFd() __attribute__((no_instrument_function));
 
 // Dump writer (dump_writer.cc). Caller holds ControlMutex().
 struct DumpOutcome {
@@ -68,9 +72,10 @@ struct DumpOutcome {
   std::string path;   // when ok
   std::string error;  // when not ok
 };
-DumpOutcome WriteDumpLocked(const std::string& reason) __attribute__((no_instrument_function));
+struct Trigger;
+DumpOutcome WriteDumpLocked(const Trigger& trigger) __attribute__((no_instrument_function));
 // Takes the mutex, writes, reports a failure on stderr once per message.
-DumpOutcome WriteDump(const std::string& reason) __attribute__((no_instrument_function));
+DumpOutcome WriteDump(const Trigger& trigger) __attribute__((no_instrument_function));
 
 // Copies a live ring without stopping its writer (the seqlock reader side).
 // Returns the index of the first record kept; `out` gets the records.

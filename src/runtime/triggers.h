@@ -1,0 +1,62 @@
+// Just-in-time capture: what asks for a dump (detectors, crash handler, API,
+// socket, signal), the policy every request goes through (rate limit,
+// cooldown, post-trigger delay, window, retention), and scopes.
+// docs/triggers.md is the user's view; this is the runtime's.
+//
+// Threads: detectors run on the control thread only (DetectorTick). Fire()
+// may be called from any thread except inside a signal handler; the crash
+// handler only sets atomics and writes the eventfd (see crash.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/config.h"
+
+namespace lookback::rt {
+
+struct Trigger {
+  Detector kind = Detector::kExplicit;
+  std::string detector;     // written to the dump: kDetectorNames[kind], or "exit" / "exec"
+  uint32_t tid = 0;
+  uint32_t signal = 0;
+  uint64_t tsc = 0;
+  uint64_t measured_ns = 0;
+  uint64_t threshold_ns = 0;
+  uint64_t suppressed = 0;  // filled in by the policy
+  std::string subject;      // thread pattern, scope, function, signal, request text
+  std::string reason;       // one human sentence (the PROCESS section's reason)
+};
+
+Trigger ExplicitTrigger(const std::string& reason) __attribute__((no_instrument_function));
+Trigger EndTrigger(const char* what) __attribute__((no_instrument_function));  // "exit", "exec"
+
+// Policy (policy.cc).
+// Checks rate limit and cooldown; on success the dump is queued for
+// now + post-trigger delay (or merged into one already waiting) and the
+// control thread woken. False when the request was refused.
+bool Fire(Trigger t) __attribute__((no_instrument_function));
+// The same checks for a dump written right away (lb_dump_sync, socket).
+// Fills t->suppressed. False: refused, *why says why.
+bool Admit(Trigger* t, std::string* why) __attribute__((no_instrument_function));
+// Control thread: the pending dumps whose time has come, oldest first;
+// *next_ns gets the CLOCK_MONOTONIC time of the next one (0 if none).
+std::vector<Trigger> TakeDueDumps(uint64_t now_ns, uint64_t* next_ns) __attribute__((no_instrument_function));
+// Deletes the oldest *.lbk files in `dir` beyond max_dumps / max_dump_bytes,
+// never `keep`. Caller holds ControlMutex().
+void EnforceRetention(const std::string& dir, const std::string& keep) __attribute__((no_instrument_function));
+
+// Detectors (detectors.cc), on the control thread.
+bool DetectorsConfigured() __attribute__((no_instrument_function));
+// Runs every detector once; returns the ns until it wants to run again.
+uint64_t DetectorTick() __attribute__((no_instrument_function));
+
+// Crash capture (crash.cc).
+void InstallCrashHandlers() __attribute__((no_instrument_function));
+// Control thread: a crash is waiting to be dumped (then CrashDumpDone()).
+bool CrashPending(Trigger* t) __attribute__((no_instrument_function));
+void CrashDumpDone() __attribute__((no_instrument_function));
+int CrashWakeFd() __attribute__((no_instrument_function));
+
+}  // namespace lookback::rt

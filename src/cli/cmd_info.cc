@@ -58,6 +58,17 @@ int Run(const InfoOptions& o) {
   fmt::print("  executable    {}\n", d.process.exe);
   fmt::print("  command line  {}\n", cmdline);
   fmt::print("  reason        {}\n", d.process.reason);
+  if (const auto& t = d.trigger) {
+    std::string line = t->detector;
+    if (t->tid != 0) line += fmt::format(" on thread {}", t->tid);
+    if (!t->subject.empty()) line += fmt::format(" ({})", t->subject);
+    if (t->threshold_ns != 0)
+      line += fmt::format(": measured {}, threshold {}", HumanNs(static_cast<double>(t->measured_ns)),
+                          HumanNs(static_cast<double>(t->threshold_ns)));
+    if (t->suppressed != 0) line += fmt::format("; {} other trigger(s) merged or rate-limited since the previous dump", t->suppressed);
+    fmt::print("  trigger       {}\n", line);
+    if (t->window_ns != 0) fmt::print("  window        the last {} before the snapshot\n", HumanNs(static_cast<double>(t->window_ns)));
+  }
   fmt::print("  written       {} (dump #{} of this process)\n", LocalTime(d.process.dump_realtime_ns), d.process.dump_seq);
   if (clock.valid()) {
     fmt::print("  clock         TSC {:.4f} GHz, calibrated against CLOCK_MONOTONIC over {}, +/- {:.2f} ppm\n",

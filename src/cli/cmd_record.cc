@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,7 +24,10 @@ struct RecordOptions {
   std::string dir = "lookback-dumps";
   std::string buffer_size, threads, max_threads, max_memory, keep_exited, dump_signal;
   bool no_exit_dump = false;
+  bool no_crash = false;
   bool quiet = false;
+  // Trigger flags: variable -> value, checked by the runtime's own parser.
+  std::map<std::string, std::string> triggers;
   std::vector<std::string> command;
 };
 
@@ -66,6 +70,12 @@ std::set<std::string> ListDumps(const std::string& dir) {
   return out;
 }
 
+const std::map<std::string, std::string>* g_check_env = nullptr;
+const char* CheckEnv(const char* name) {
+  auto it = g_check_env->find(name);
+  return it == g_check_env->end() ? nullptr : it->second.c_str();
+}
+
 pid_t g_child = 0;
 void Forward(int sig) {
   if (g_child > 0) kill(g_child, sig);
@@ -86,6 +96,24 @@ int Run(const RecordOptions& o) {
   for (const auto& [flag, value] : {std::pair{"--max-threads", o.max_threads}, {"--keep-exited", o.keep_exited}}) {
     if (!value.empty() && value.find_first_not_of("0123456789") != std::string::npos)
       return Fail(std::string(flag) + " '" + value + "' is not a whole number"), kExitUsage;
+  }
+  {
+    std::map<std::string, std::string> env = o.triggers;
+    g_check_env = &env;
+    std::vector<rt::ConfigProblem> problems;
+    rt::ParseConfig(CheckEnv, &problems);
+    if (!problems.empty()) {
+      // Name the flag the user typed, not only the variable it sets.
+      std::string msg = problems.front().message;
+      for (const auto& [var, value] : o.triggers) {
+        if (msg.rfind(var + "=", 0) == 0) {
+          std::string flag = "--" + var.substr(9);
+          for (auto& c : flag) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          msg = flag + ": " + msg;
+        }
+      }
+      return Fail(msg), kExitUsage;
+    }
   }
   if (o.command.empty()) return Fail("record needs a program to run: lookback record [options] -- PROGRAM [ARGS...]"), kExitUsage;
   const std::string runtime = FindRuntime();
@@ -109,6 +137,8 @@ int Run(const RecordOptions& o) {
   set_if("LOOKBACK_KEEP_EXITED", o.keep_exited);
   set_if("LOOKBACK_DUMP_SIGNAL", o.dump_signal);
   if (o.quiet) setenv("LOOKBACK_QUIET", "1", 1);
+  if (o.no_crash) setenv("LOOKBACK_CRASH", "0", 1);
+  for (const auto& [var, value] : o.triggers) setenv(var.c_str(), value.c_str(), 1);
 
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -153,6 +183,38 @@ Runner SetupRecord(CLI::App* sub) {
   sub->add_option("--keep-exited", o->keep_exited, "Rings of exited threads kept for dumps (LOOKBACK_KEEP_EXITED, default 8)");
   sub->add_option("--dump-signal", o->dump_signal, "Signal that requests a dump; 0 for none (LOOKBACK_DUMP_SIGNAL, default USR2 if unused)");
   sub->add_flag("--no-exit-dump", o->no_exit_dump, "Do not dump when the program exits");
+  // Triggers and policy (docs/triggers.md); repeatable flags join with commas.
+  struct TriggerFlag {
+    const char* flag;
+    const char* var;
+    const char* help;
+  };
+  static const TriggerFlag kTriggerFlags[] = {
+      {"--stall", "LOOKBACK_STALL", "THREAD_GLOB:DURATION: dump when such a thread writes no trace point for that long while busy"},
+      {"--stall-idle", "LOOKBACK_STALL_IDLE", "FUNCTION_GLOB: a thread waiting inside it is idle, not stalled"},
+      {"--slow-scope", "LOOKBACK_SLOW_SCOPE", "SCOPE:DURATION: dump when a scope (LOOKBACK_SCOPE) runs longer"},
+      {"--slow-call", "LOOKBACK_SLOW_CALL", "FUNCTION_GLOB:DURATION: dump when a call of such a function runs longer"},
+      {"--post-trigger", "LOOKBACK_POST_TRIGGER", "Keep recording this long after a trigger, then dump (default 0)"},
+      {"--window", "LOOKBACK_WINDOW", "Dumps keep only this much time before the snapshot (default: all)"},
+      {"--rate-limit", "LOOKBACK_RATE_LIMIT", "Dumps per hour per detector: N or detector=N,... (default 12; 0 = no limit)"},
+      {"--cooldown", "LOOKBACK_COOLDOWN", "Least time between dumps of one detector (default 10s)"},
+      {"--max-dumps", "LOOKBACK_MAX_DUMPS", "Keep at most this many dumps in --dir, oldest deleted first (default 100)"},
+      {"--max-dump-bytes", "LOOKBACK_MAX_DUMP_BYTES", "Keep at most this many bytes of dumps in --dir (default 4G)"},
+      {"--config", "LOOKBACK_CONFIG", "File of 'name = value' lines (names of the LOOKBACK_* variables)"},
+  };
+  for (const TriggerFlag& f : kTriggerFlags) {
+    const std::string var = f.var;
+    sub->add_option_function<std::vector<std::string>>(
+        f.flag,
+        [o, var](const std::vector<std::string>& values) {
+          std::string joined;
+          for (const auto& v : values) joined += (joined.empty() ? "" : ",") + v;
+          o->triggers[var] = joined;
+        },
+        std::string(f.help) + " (" + f.var + ")")
+        ->allow_extra_args(false);  // one value per occurrence: never the program's name
+  }
+  sub->add_flag("--no-crash", o->no_crash, "Do not dump on SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT (LOOKBACK_CRASH=0)");
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
   sub->allow_extras();
   sub->prefix_command();  // everything from the program's name on belongs to the program

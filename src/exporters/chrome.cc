@@ -35,6 +35,16 @@ class ChromeSink : public model::TraceSink {
     buf_ += fmt::format(",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":", pid_, tid_);
     AppendJsonString(&buf_, t.name);
     buf_ += "}}";
+    const auto& trig = ctx_->dump->trigger;
+    if (trig && trig->tid == t.tid && trig->tsc != 0) {  // the trigger, on its thread
+      buf_ += fmt::format(",\n{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{},\"tid\":{},\"ts\":{},\"name\":", pid_, tid_,
+                          Us(ctx_->clock.MonotonicNs(trig->tsc)));
+      AppendJsonString(&buf_, "lookback trigger: " + trig->detector);
+      buf_ += fmt::format(",\"args\":{{\"measured_ns\":{},\"threshold_ns\":{},\"subject\":", trig->measured_ns,
+                          trig->threshold_ns);
+      AppendJsonString(&buf_, trig->subject);
+      buf_ += "}}";
+    }
   }
   void Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) override {
     buf_ += fmt::format(",\n{{\"ph\":\"B\",\"pid\":{},\"tid\":{},\"ts\":{},\"name\":", pid_, tid_, Us(ts));

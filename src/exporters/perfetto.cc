@@ -174,6 +174,10 @@ class PerfettoSink : public model::TraceSink {
     PutStringAnnotation(&event, "reason", p.reason);
     PutUintAnnotation(&event, "dump_seq", p.dump_seq);
     if (p.dump_realtime_ns != 0) PutUintAnnotation(&event, "dump_realtime_ns", p.dump_realtime_ns);
+    if (const auto& t = ctx.dump->trigger) {
+      PutStringAnnotation(&event, "detector", t->detector);
+      if (t->tid != 0) PutUintAnnotation(&event, "trigger_tid", t->tid);
+    }
     BeginPacket();
     PutTimestamp(ctx.dump_ns);
     PutBytesField(&packet_, packet::kTrackEvent, event);
@@ -197,6 +201,22 @@ class PerfettoSink : public model::TraceSink {
     BeginPacket();
     PutBytesField(&packet_, packet::kTrackDescriptor, desc);
     EndPacket();
+
+    // The trigger, on the track of the thread it is about.
+    const auto& trig = ctx_->dump->trigger;
+    if (trig && trig->tid == t.tid && trig->tsc != 0) {
+      std::string event;
+      PutVarintField(&event, track_event::kType, track_event::kTypeInstant);
+      PutBytesField(&event, track_event::kName, "lookback trigger: " + trig->detector);
+      PutStringAnnotation(&event, "subject", trig->subject);
+      if (trig->measured_ns) PutUintAnnotation(&event, "measured_ns", trig->measured_ns);
+      if (trig->threshold_ns) PutUintAnnotation(&event, "threshold_ns", trig->threshold_ns);
+      if (trig->signal) PutUintAnnotation(&event, "signal", trig->signal);
+      BeginPacket();
+      PutTimestamp(ctx_->clock.MonotonicNs(trig->tsc));
+      PutBytesField(&packet_, packet::kTrackEvent, event);
+      EndPacket();
+    }
   }
 
   void Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) override {

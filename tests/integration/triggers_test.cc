@@ -313,17 +313,23 @@ struct CrashCase {
 
 class Crash : public ::testing::TestWithParam<CrashCase> {};
 
+// In the sanitizer build, ASan would take these signals before lookback's
+// handler and turn them into its own report and exit status.
+const std::pair<const char*, const char*> kLetSignalsThrough = {
+    "ASAN_OPTIONS",
+    "verify_asan_link_order=0:detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0"};
+
 TEST_P(Crash, DumpsTheCrashingThreadAndKeepsTheExitStatus) {
   const CrashCase c = GetParam();
   const std::string name = std::string("crash-") + c.kind;
   // Without crash capture: the program's own fate.
-  Outcome plain = RunTriggers(name + "-plain", {"crash", c.kind}, {{"LOOKBACK_CRASH", "0"}}, 30);
+  Outcome plain = RunTriggers(name + "-plain", {"crash", c.kind}, {{"LOOKBACK_CRASH", "0"}, kLetSignalsThrough}, 30);
   const int sig = plain.run.exit_code - 128;
   ASSERT_TRUE(sig == c.signal || (c.alt_signal && sig == c.alt_signal))
       << "exit code " << plain.run.exit_code << "\n" << plain.run.err;
   EXPECT_TRUE(plain.dumps.empty()) << "LOOKBACK_CRASH=0 must not dump";
 
-  Outcome o = RunTriggers(name, {"crash", c.kind}, {}, 30);
+  Outcome o = RunTriggers(name, {"crash", c.kind}, {kLetSignalsThrough}, 30);
   EXPECT_EQ(o.run.exit_code, plain.run.exit_code) << o.run.err;
   ASSERT_EQ(o.dumps.size(), 1u) << o.run.err;
   format::Dump d = MustOpen(o.dumps[0]);
@@ -360,7 +366,8 @@ TEST(CrashRepeated, AHundredSegfaultsLeaveAHundredCrashDumps) {
                              {{"LOOKBACK_DIR", dir + "/dumps"},
                               {"LOOKBACK_DUMP_AT_EXIT", "0"},
                               {"LOOKBACK_BUFFER_SIZE", "256K"},
-                              {"LOOKBACK_MAX_DUMPS", "1000"}},
+                              {"LOOKBACK_MAX_DUMPS", "1000"},
+                              kLetSignalsThrough},
                              dir, 10);
     ASSERT_EQ(r.exit_code, 128 + SIGSEGV) << "run " << i << "\n" << r.err;
   }

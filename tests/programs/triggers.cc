@@ -161,7 +161,13 @@ NOINLINE void crash_here(int kind) {
   switch (kind) {
     case kSegv: *g_null = 1; break;
     case kAbort: abort();
-    case kFpe: g_sink = static_cast<unsigned>(100 / g_zero); break;
+    case kFpe: {
+      // A real #DE fault; a C division by zero would be caught by UBSan first.
+      unsigned a = 100, divisor = static_cast<unsigned>(g_zero);
+      asm volatile("xorl %%edx, %%edx\n\tdivl %1" : "+a"(a) : "r"(divisor) : "rdx", "cc");
+      g_sink = a;
+      break;
+    }
     case kIll: __builtin_trap();
     case kBus: {
       // Reading a page of a mapping past the end of its (empty) file: SIGBUS.

@@ -1,33 +1,29 @@
 // A UI-like event loop that janks now and then: every ~40th frame, render()
 // makes an IPC-like call and then sleeps on the UI thread waiting for the
-// reply (Hubble's case study 2). A watchdog thread notices a frame that has
-// taken more than 100 ms and asks lookback for a dump *while the stall is
-// going on*, so the dump shows exactly where the UI thread is stuck.
+// reply (Hubble's case study 2: a sleep on the UI thread after a binder call).
 //
-// Built with -finstrument-functions; runs with or without lookback (under
-// `lookback record`, lb_dump resolves to the preloaded runtime).
+// Each frame is a lookback scope named "frame", so lookback can hold frames to
+// an objective without any watchdog of our own:
+//   lookback record --slow-scope frame:50ms --post-trigger 300ms -- jank 100
+// writes a dump when a frame has taken more than 50 ms (three vsyncs), 300 ms
+// later, so the dump holds the whole janky frame and what followed.
+// (--stall ui:100ms would instead dump while the UI thread is still stuck.)
+//
+// Built with -finstrument-functions and linked with liblookback, as a
+// production binary would be; tracing is on only when asked for.
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <thread>
+#include <cstdlib>
 
-extern "C" int lb_dump(const char* reason) __attribute__((weak));
+#include "lookback/lookback.hpp"
 
 namespace {
 
-std::atomic<long> g_frame_start_ms{0};
-std::atomic<bool> g_done{false};
 volatile double g_sink;
-
-long NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 __attribute__((noinline)) double layout_text(int n) {
   double x = 0;
@@ -53,31 +49,15 @@ __attribute__((noinline)) void render(int frame) {
 }
 __attribute__((noinline)) void handle_input(int frame) { g_sink = g_sink + layout_text(50 + frame % 3); }
 __attribute__((noinline)) void run_frame(int frame) {
+  LOOKBACK_SCOPE("frame");
   handle_input(frame);
   update_model(frame);
   render(frame);
 }
 __attribute__((noinline)) void event_loop(int frames) {
   for (int f = 0; f < frames; ++f) {
-    g_frame_start_ms.store(NowMs());
     run_frame(f);
-    usleep(4000);  // idle until the next vsync
-  }
-}
-
-void Watchdog() {
-  pthread_setname_np(pthread_self(), "watchdog");
-  long reported_frame_start = -1;
-  while (!g_done.load()) {
-    usleep(20 * 1000);
-    const long start = g_frame_start_ms.load();
-    if (start != reported_frame_start && NowMs() - start > 100) {
-      reported_frame_start = start;
-      char reason[64];
-      snprintf(reason, sizeof reason, "UI frame stuck for %ld ms", NowMs() - start);
-      fprintf(stderr, "jank: %s%s\n", reason, lb_dump ? ", asking lookback for a dump" : "");
-      if (lb_dump) lb_dump(reason);
-    }
+    usleep(4000);  // idle until the next vsync: outside the frame scope
   }
 }
 
@@ -86,9 +66,6 @@ void Watchdog() {
 int main(int argc, char** argv) {
   pthread_setname_np(pthread_self(), "ui");
   const int frames = argc > 1 ? atoi(argv[1]) : 100;
-  std::thread watchdog(Watchdog);
   event_loop(frames);
-  g_done = true;
-  watchdog.join();
   return 0;
 }

@@ -1,6 +1,10 @@
 #include "runtime/config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <csignal>
 #include <map>
@@ -86,6 +90,81 @@ TEST(Config, SplitsThreadPatternsOnCommas) {
   std::vector<ConfigProblem> problems;
   Config c = Parse({{"LOOKBACK_THREADS", "main, worker-*,,io"}}, &problems);
   EXPECT_EQ(c.thread_patterns, (std::vector<std::string>{"main", "worker-*", "io"}));
+}
+
+
+TEST(Config, ParsesDurationsWithUnitsAndBareMilliseconds) {
+  uint64_t ns = 0;
+  EXPECT_TRUE(ParseDuration("100ms", &ns));
+  EXPECT_EQ(ns, 100000000u);
+  EXPECT_TRUE(ParseDuration("250", &ns));
+  EXPECT_EQ(ns, 250000000u);
+  EXPECT_TRUE(ParseDuration("2s", &ns));
+  EXPECT_EQ(ns, 2000000000u);
+  EXPECT_TRUE(ParseDuration("500us", &ns));
+  EXPECT_EQ(ns, 500000u);
+  EXPECT_TRUE(ParseDuration("1m", &ns));
+  EXPECT_EQ(ns, 60000000000u);
+  EXPECT_FALSE(ParseDuration("soon", &ns));
+  EXPECT_FALSE(ParseDuration("ms", &ns));
+  EXPECT_FALSE(ParseDuration("-5ms", &ns));
+}
+
+TEST(Config, WatchesTakeTheDurationAfterTheLastColon) {
+  std::vector<Watch> w;
+  std::string why;
+  ASSERT_TRUE(ParseWatches("ui:100ms, ns::render*:2s", &w, &why)) << why;
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].pattern, "ui");
+  EXPECT_EQ(w[0].threshold_ns, 100000000u);
+  EXPECT_EQ(w[1].pattern, "ns::render*");
+  EXPECT_EQ(w[1].threshold_ns, 2000000000u);
+  EXPECT_FALSE(ParseWatches("ui", &w, &why));
+  EXPECT_FALSE(ParseWatches("ui:0", &w, &why));
+  EXPECT_FALSE(ParseWatches(":100ms", &w, &why));
+}
+
+TEST(Config, RateLimitAppliesToAutomaticDetectorsOrToTheOnesNamed) {
+  std::vector<ConfigProblem> problems;
+  Config c = Parse({{"LOOKBACK_RATE_LIMIT", "3/h"}}, &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(c.rate_limit[static_cast<size_t>(Detector::kStall)], 3u);
+  EXPECT_EQ(c.rate_limit[static_cast<size_t>(Detector::kSlowCall)], 3u);
+  EXPECT_EQ(c.rate_limit[static_cast<size_t>(Detector::kExplicit)], 0u) << "explicit requests stay unlimited";
+  c = Parse({{"LOOKBACK_RATE_LIMIT", "stall=1, explicit=5"}, {"LOOKBACK_COOLDOWN", "slow-call=0"}}, &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(c.rate_limit[static_cast<size_t>(Detector::kStall)], 1u);
+  EXPECT_EQ(c.rate_limit[static_cast<size_t>(Detector::kSlowScope)], 12u);
+  EXPECT_EQ(c.rate_limit[static_cast<size_t>(Detector::kExplicit)], 5u);
+  EXPECT_EQ(c.cooldown_ns[static_cast<size_t>(Detector::kSlowCall)], 0u);
+  EXPECT_EQ(c.cooldown_ns[static_cast<size_t>(Detector::kStall)], 10000000000u);
+  c = Parse({{"LOOKBACK_RATE_LIMIT", "bogus=1"}}, &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("bogus"), std::string::npos);
+  EXPECT_EQ(c.rate_limit[static_cast<size_t>(Detector::kStall)], 12u) << "a bad value keeps the defaults";
+}
+
+TEST(Config, ConfigFileIsReadAndTheEnvironmentOverridesIt) {
+  const std::string path = std::string(LOOKBACK_TEST_TMP) + "/config-" + std::to_string(getpid()) + ".conf";
+  mkdir(LOOKBACK_TEST_TMP, 0755);
+  FILE* f = fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("# comment\nstall = ui:200ms\nSLOW-SCOPE = frame:50ms  # trailing comment\nwindow = 5s\nnot_a_setting = 1\n", f);
+  fclose(f);
+  std::vector<ConfigProblem> problems;
+  Config c = Parse({{"LOOKBACK_CONFIG", path}, {"LOOKBACK_WINDOW", "2s"}}, &problems);
+  unlink(path.c_str());
+  ASSERT_EQ(c.stall.size(), 1u);
+  EXPECT_EQ(c.stall[0].threshold_ns, 200000000u);
+  ASSERT_EQ(c.slow_scope.size(), 1u);
+  EXPECT_EQ(c.slow_scope[0].pattern, "frame");
+  EXPECT_EQ(c.window_ns, 2000000000u) << "the environment wins";
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find(":5:"), std::string::npos) << problems[0].message;
+  problems.clear();
+  Parse({{"LOOKBACK_CONFIG", path + ".missing"}}, &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("cannot read"), std::string::npos);
 }
 
 }  // namespace

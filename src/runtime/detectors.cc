@@ -455,21 +455,16 @@ void lb_scope_begin(const char* name) {
   if (r == nullptr) return;
   const uint32_t id = ScopeId(name);
   if (id == 0) return;
+  uint64_t tsc;
   if (r == &lb_sentinel_ring) {  // the thread's first trace point sets it up
     Record(false, ScopeKey(id));
     r = lb_tls_ring;
     if (r == nullptr || r == &lb_sentinel_ring) return;
-    const uint32_t d = r->scope_depth.load(std::memory_order_relaxed);
-    if (d < kMaxWatchedScopes) {
-      r->scope_id[d].store(id, std::memory_order_relaxed);
-      r->scope_start[d].store(__rdtsc(), std::memory_order_relaxed);
-    }
-    r->scope_depth.store(d + 1, std::memory_order_release);
-    r->scopes_used.store(1, std::memory_order_relaxed);
-    return;
+    tsc = __rdtsc();
+  } else {
+    tsc = __rdtsc();
+    RecordAt(r, false, ScopeKey(id), tsc);
   }
-  const uint64_t tsc = __rdtsc();
-  RecordAt(r, false, ScopeKey(id), tsc);
   const uint32_t d = r->scope_depth.load(std::memory_order_relaxed);
   if (d < kMaxWatchedScopes) {
     r->scope_id[d].store(id, std::memory_order_relaxed);

@@ -159,7 +159,12 @@ int* volatile g_null = nullptr;
 NOINLINE void crash_here(int kind) {
   mix(1);
   switch (kind) {
-    case kSegv: *g_null = 1; break;
+    case kSegv: {
+      // A real store to address 0, in asm so that UBSan does not stop it first.
+      int* p = g_null;
+      asm volatile("movl $1, (%0)" : : "r"(p) : "memory");
+      break;
+    }
     case kAbort: abort();
     case kFpe: {
       // A real #DE fault; a C division by zero would be caught by UBSan first.

@@ -456,10 +456,10 @@ void lb_scope_begin(const char* name) {
   const uint32_t id = ScopeId(name);
   if (id == 0) return;
   uint64_t tsc;
-  if (r == &lb_sentinel_ring) {  // the thread's first trace point sets it up
+  if (IsSentinel(r)) {  // the thread's first trace point sets it up
     Record(false, ScopeKey(id));
     r = lb_tls_ring;
-    if (r == nullptr || r == &lb_sentinel_ring) return;
+    if (r == nullptr || IsSentinel(r)) return;
     tsc = __rdtsc();
   } else {
     tsc = __rdtsc();
@@ -477,7 +477,7 @@ void lb_scope_begin(const char* name) {
 void lb_scope_end(const char* name) {
   if (name == nullptr) return;
   Ring* r = lb_tls_ring;
-  if (r == nullptr || r == &lb_sentinel_ring) return;
+  if (r == nullptr || IsSentinel(r)) return;
   const uint32_t id = ScopeId(name);
   if (id == 0) return;
   const uint64_t tsc = __rdtsc();

@@ -23,120 +23,100 @@
 using lookback::rt::Ring;
 
 // The ABI objects (hot_path.h).
-__thread Ring *lb_tls_ring __attribute__((tls_model("initial-exec"))) =
-    &lb_sentinel_ring;
-Ring lb_sentinel_ring; // pos == next_sync == 0: every use takes the slow path
+__thread Ring* lb_tls_ring __attribute__((tls_model("initial-exec"))) = &lb_sentinel_ring;
+Ring lb_sentinel_ring;  // pos == next_sync == 0: every use takes the slow path
 
 namespace lookback::rt {
 namespace {
 
-// Why the calling thread has no ring (only read when lb_tls_ring is not a
-// ring).
+// Why the calling thread has no ring (only read when lb_tls_ring is not a ring).
 enum ThreadStatus : uint8_t {
-  kStatusNew = 0,     // never set up
-  kStatusTracing,     // has a ring
-  kStatusNotSelected, // LOOKBACK_THREADS did not match its name
-  kStatusNoMemory,    // memory or thread cap
-  kStatusDisabled,    // lb_thread_disable / LOOKBACK_ENABLED=0
-  kStatusExited,      // past its exit hook
-  kStatusControl,     // lookback's own thread
+  kStatusNew = 0,      // never set up
+  kStatusTracing,      // has a ring
+  kStatusNotSelected,  // LOOKBACK_THREADS did not match its name
+  kStatusNoMemory,     // memory or thread cap
+  kStatusDisabled,     // lb_thread_disable / LOOKBACK_ENABLED=0
+  kStatusExited,       // past its exit hook
+  kStatusControl,      // lookback's own thread
 };
 
-__thread uint8_t tls_status __attribute__((tls_model("initial-exec"))) =
-    kStatusNew;
-__thread Ring *tls_own_ring __attribute__((tls_model("initial-exec"))) =
-    nullptr; // even while disabled
-// Set by a non-local exit (caught exception, longjmp); the next entry records
-// its call site.
-__thread bool tls_unwind_pending __attribute__((tls_model("initial-exec"))) =
-    false;
-// lb_thread_enable() was called: trace this thread even with
-// LOOKBACK_ENABLED=0.
-__thread bool tls_enabled_by_api __attribute__((tls_model("initial-exec"))) =
-    false;
+__thread uint8_t tls_status __attribute__((tls_model("initial-exec"))) = kStatusNew;
+__thread Ring* tls_own_ring __attribute__((tls_model("initial-exec"))) = nullptr;  // even while disabled
+// Set by a non-local exit (caught exception, longjmp); the next entry records its call site.
+__thread bool tls_unwind_pending __attribute__((tls_model("initial-exec"))) = false;
+// lb_thread_enable() was called: trace this thread even with LOOKBACK_ENABLED=0.
+__thread bool tls_enabled_by_api __attribute__((tls_model("initial-exec"))) = false;
 
 alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
-std::atomic<int> g_init_state{0}; // 0 none, 1 running, 2 done
+std::atomic<int> g_init_state{0};  // 0 none, 1 running, 2 done
 pthread_key_t g_exit_key;
 alignas(std::mutex) unsigned char g_mutex_storage[sizeof(std::mutex)];
 
-const char *GetEnv(const char *name) { return getenv(name); }
+const char* GetEnv(const char* name) { return getenv(name); }
 
-bool NameSelected(const Config &c, const char *name) {
-  if (c.thread_patterns.empty())
-    return true;
-  for (const auto &p : c.thread_patterns) {
-    if (fnmatch(p.c_str(), name, 0) == 0)
-      return true;
+bool NameSelected(const Config& c, const char* name) {
+  if (c.thread_patterns.empty()) return true;
+  for (const auto& p : c.thread_patterns) {
+    if (fnmatch(p.c_str(), name, 0) == 0) return true;
   }
   return false;
 }
 
-void OnThreadExit(void *arg);
+void OnThreadExit(void* arg);
 
 // Maps header + slots so that the slots start on a 2 MiB boundary and asks
 // for transparent huge pages: a fresh ring's first lap otherwise takes one
 // page fault per 4 KiB (about 10 us each in this VM, 20 ms per 8 MiB ring,
 // paid by the traced thread). Memory is still committed only as it is used,
 // in 2 MiB steps; where THP is off this is an ordinary mapping.
-void *MapRingMemory(uint64_t bytes, uint64_t header) {
+void* MapRingMemory(uint64_t bytes, uint64_t header) {
   constexpr uint64_t kHuge = 2ull << 20;
   const bool huge = bytes - header >= kHuge;
   const uint64_t span = huge ? bytes + kHuge : bytes;
-  char *raw = static_cast<char *>(
-      mmap(nullptr, span, PROT_READ | PROT_WRITE,
-           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-  if (raw == MAP_FAILED)
-    return nullptr;
-  if (!huge)
-    return raw;
-  // Slots at the first 2 MiB boundary at least `header` bytes in; give back the
-  // rest.
-  const uint64_t slots =
-      (reinterpret_cast<uint64_t>(raw) + header + kHuge - 1) & ~(kHuge - 1);
-  char *mem = reinterpret_cast<char *>(slots - header);
-  if (mem > raw)
-    munmap(raw, static_cast<size_t>(mem - raw));
-  char *end = mem + bytes;
-  if (raw + span > end)
-    munmap(end, static_cast<size_t>(raw + span - end));
-  madvise(reinterpret_cast<void *>(slots), bytes - header, MADV_HUGEPAGE);
+  char* raw = static_cast<char*>(
+      mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  if (raw == MAP_FAILED) return nullptr;
+  if (!huge) return raw;
+  // Slots at the first 2 MiB boundary at least `header` bytes in; give back the rest.
+  const uint64_t slots = (reinterpret_cast<uint64_t>(raw) + header + kHuge - 1) & ~(kHuge - 1);
+  char* mem = reinterpret_cast<char*>(slots - header);
+  if (mem > raw) munmap(raw, static_cast<size_t>(mem - raw));
+  char* end = mem + bytes;
+  if (raw + span > end) munmap(end, static_cast<size_t>(raw + span - end));
+  madvise(reinterpret_cast<void*>(slots), bytes - header, MADV_HUGEPAGE);
   return mem;
 }
 
-Ring *AllocateRing(Runtime &rt) {
+Ring* AllocateRing(Runtime& rt) {
   const uint64_t capacity = rt.config.buffer_bytes / 8;
   const uint64_t header = 4096;
   const uint64_t bytes = header + capacity * 8;
   uint64_t reserved = rt.reserved_bytes.load(std::memory_order_relaxed);
   do {
-    if (reserved + bytes > rt.config.max_memory)
-      return nullptr;
-  } while (!rt.reserved_bytes.compare_exchange_weak(reserved, reserved + bytes,
-                                                    std::memory_order_relaxed));
-  void *mem = MapRingMemory(bytes, header);
+    if (reserved + bytes > rt.config.max_memory) return nullptr;
+  } while (!rt.reserved_bytes.compare_exchange_weak(reserved, reserved + bytes, std::memory_order_relaxed));
+  void* mem = MapRingMemory(bytes, header);
   if (mem == nullptr) {
     rt.reserved_bytes.fetch_sub(bytes, std::memory_order_relaxed);
     return nullptr;
   }
-  Ring *r = new (mem) Ring;
+  Ring* r = new (mem) Ring;
   r->pos = 0;
-  r->next_sync = 0; // the first record announces EPOCH and FN_BASE
+  r->next_sync = 0;  // the first record announces EPOCH and FN_BASE
   r->epoch = ~uint64_t{0};
   r->fn_base = ~uint64_t{0};
   r->mask = capacity - 1;
-  r->slots = reinterpret_cast<uint64_t *>(static_cast<char *>(mem) + header);
+  r->slots = reinterpret_cast<uint64_t*>(static_cast<char*>(mem) + header);
   r->capacity = capacity;
   r->map_bytes = bytes;
   return r;
 }
 
-bool Register(Runtime &rt, Ring *r) {
+bool Register(Runtime& rt, Ring* r) {
   for (uint32_t i = 0; i < rt.registry_size; ++i) {
-    Ring *expected = nullptr;
+    Ring* expected = nullptr;
     if (rt.registry[i].load(std::memory_order_relaxed) == nullptr &&
-        rt.registry[i].compare_exchange_strong(expected, r,
-                                               std::memory_order_release)) {
+        rt.registry[i].compare_exchange_strong(expected, r, std::memory_order_release)) {
       return true;
     }
   }
@@ -145,11 +125,10 @@ bool Register(Runtime &rt, Ring *r) {
 
 // Sets up the calling thread. lb_tls_ring is nullptr throughout, so trace
 // points reached from here (an instrumented malloc, say) record nothing.
-Ring *ThreadInit() {
+Ring* ThreadInit() {
   lb_tls_ring = nullptr;
-  if (!EnsureInitialised())
-    return nullptr;
-  Runtime &rt = R();
+  if (!EnsureInitialised()) return nullptr;
+  Runtime& rt = R();
   if (!rt.config.enabled && !tls_enabled_by_api) {
     tls_status = kStatusDisabled;
     return nullptr;
@@ -161,9 +140,8 @@ Ring *ThreadInit() {
     tls_status = kStatusNotSelected;
     return nullptr;
   }
-  Ring *r = AllocateRing(rt);
-  if (r != nullptr) { // everything a dumper reads is set before Register
-                      // publishes the ring
+  Ring* r = AllocateRing(rt);
+  if (r != nullptr) {  // everything a dumper reads is set before Register publishes the ring
     r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     r->start_tsc = __rdtsc();
     r->state.store(kRingLive, std::memory_order_relaxed);
@@ -176,9 +154,8 @@ Ring *ThreadInit() {
   if (r == nullptr) {
     rt.stats.untraced_memory.fetch_add(1, std::memory_order_relaxed);
     tls_status = kStatusNoMemory;
-    WakeControlThread(); // retention may free room for the next thread
-    SayOnce("ring memory cap reached (LOOKBACK_MAX_MEMORY / "
-            "LOOKBACK_MAX_THREADS): further threads are not traced");
+    WakeControlThread();  // retention may free room for the next thread
+    SayOnce("ring memory cap reached (LOOKBACK_MAX_MEMORY / LOOKBACK_MAX_THREADS): further threads are not traced");
     return nullptr;
   }
   pthread_setspecific(g_exit_key, r);
@@ -190,13 +167,12 @@ Ring *ThreadInit() {
   return r;
 }
 
-void OnThreadExit(void *arg) {
-  Ring *r = static_cast<Ring *>(arg);
+void OnThreadExit(void* arg) {
+  Ring* r = static_cast<Ring*>(arg);
   lb_tls_ring = nullptr;
   tls_status = kStatusExited;
   tls_own_ring = nullptr;
-  if (r == nullptr)
-    return;
+  if (r == nullptr) return;
   prctl(PR_GET_NAME, r->exit_name, 0, 0, 0);
   r->exit_order = R().exit_counter.fetch_add(1, std::memory_order_relaxed) + 1;
   r->exit_tsc.store(__rdtsc(), std::memory_order_relaxed);
@@ -207,12 +183,11 @@ void OnThreadExit(void *arg) {
 void AtForkChild() {
   // Only the forking thread exists now. Every ring (ours included) is a
   // private copy of the parent's: drop them all; this thread starts afresh.
-  Runtime &rt = R();
+  Runtime& rt = R();
   new (g_mutex_storage) std::mutex;
   for (uint32_t i = 0; i < rt.registry_size; ++i) {
-    Ring *r = rt.registry[i].exchange(nullptr, std::memory_order_relaxed);
-    if (r != nullptr)
-      munmap(r, r->map_bytes);
+    Ring* r = rt.registry[i].exchange(nullptr, std::memory_order_relaxed);
+    if (r != nullptr) munmap(r, r->map_bytes);
   }
   rt.reserved_bytes.store(0, std::memory_order_relaxed);
   rt.exit_counter.store(0, std::memory_order_relaxed);
@@ -220,8 +195,7 @@ void AtForkChild() {
   rt.dump_seq.store(0, std::memory_order_relaxed);
   rt.pid = static_cast<uint32_t>(getpid());
   rt.start_clock = ReadClockPair();
-  const bool was_tracing =
-      tls_status == kStatusTracing || tls_own_ring != nullptr;
+  const bool was_tracing = tls_status == kStatusTracing || tls_own_ring != nullptr;
   tls_own_ring = nullptr;
   if (was_tracing || tls_status == kStatusNew) {
     tls_status = kStatusNew;
@@ -232,8 +206,8 @@ void AtForkChild() {
 
 // Writes a dump on the calling thread, which records nothing meanwhile (its
 // own allocations must not land in its ring while it is being copied).
-DumpOutcome DumpOnThisThread(const Trigger &trigger) {
-  Ring *saved = lb_tls_ring;
+DumpOutcome DumpOnThisThread(const Trigger& trigger) {
+  Ring* saved = lb_tls_ring;
   lb_tls_ring = nullptr;
   DumpOutcome out = WriteDump(trigger);
   lb_tls_ring = saved;
@@ -241,66 +215,53 @@ DumpOutcome DumpOnThisThread(const Trigger &trigger) {
 }
 
 // The process is about to end (exit) or lose its rings (exec).
-void DumpAtProcessEnd(const char *reason) {
-  if (g_init_state.load(std::memory_order_acquire) != 2)
-    return;
-  Runtime &rt = R();
-  if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed))
-    DumpOnThisThread(EndTrigger(reason));
+void DumpAtProcessEnd(const char* reason) {
+  if (g_init_state.load(std::memory_order_acquire) != 2) return;
+  Runtime& rt = R();
+  if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed)) DumpOnThisThread(EndTrigger(reason));
 }
 
 void AtExit() { DumpAtProcessEnd("exit"); }
 
 void Initialise() {
-  Runtime *rt = new (g_runtime_storage) Runtime;
+  Runtime* rt = new (g_runtime_storage) Runtime;
   new (g_mutex_storage) std::mutex;
   std::vector<ConfigProblem> problems;
   rt->config = ParseConfig(GetEnv, &problems);
-  for (const auto &p : problems)
-    Say(p.message);
-  if (rt->config.dir[0] != '/') { // the program may chdir before it dumps
+  for (const auto& p : problems) Say(p.message);
+  if (rt->config.dir[0] != '/') {  // the program may chdir before it dumps
     char cwd[4096];
-    if (getcwd(cwd, sizeof cwd) != nullptr)
-      rt->config.dir = std::string(cwd) + "/" + rt->config.dir;
+    if (getcwd(cwd, sizeof cwd) != nullptr) rt->config.dir = std::string(cwd) + "/" + rt->config.dir;
   }
   rt->pid = static_cast<uint32_t>(getpid());
   rt->start_clock = ReadClockPair();
   char comm[17] = {};
-  prctl(PR_GET_NAME, comm, 0, 0,
-        0); // at load time this is the main thread: the process name
+  prctl(PR_GET_NAME, comm, 0, 0, 0);  // at load time this is the main thread: the process name
   rt->process_name = comm[0] ? comm : "process";
   rt->registry_size = rt->config.max_threads;
-  void *reg = mmap(nullptr, sizeof(std::atomic<Ring *>) * rt->registry_size,
-                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* reg = mmap(nullptr, sizeof(std::atomic<Ring*>) * rt->registry_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (reg == MAP_FAILED) {
     rt->registry_size = 0;
   } else {
-    rt->registry = static_cast<std::atomic<Ring *> *>(
-        reg); // zero pages == nullptr atomics
+    rt->registry = static_cast<std::atomic<Ring*>*>(reg);  // zero pages == nullptr atomics
   }
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(nullptr, nullptr, AtForkChild);
   atexit(AtExit);
   InstallDumpSignal();
-  if (rt->config.crash)
-    InstallCrashHandlers();
+  if (rt->config.crash) InstallCrashHandlers();
 }
 
-} // namespace
+}  // namespace
 
-Runtime &R() {
-  return *std::launder(reinterpret_cast<Runtime *>(g_runtime_storage));
-}
-std::mutex &ControlMutex() {
-  return *std::launder(reinterpret_cast<std::mutex *>(g_mutex_storage));
-}
+Runtime& R() { return *std::launder(reinterpret_cast<Runtime*>(g_runtime_storage)); }
+std::mutex& ControlMutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_mutex_storage)); }
 
 bool EnsureInitialised() {
   int s = g_init_state.load(std::memory_order_acquire);
-  if (s == 2)
-    return true;
-  if (s == 0 &&
-      g_init_state.compare_exchange_strong(s, 1, std::memory_order_acq_rel)) {
+  if (s == 2) return true;
+  if (s == 0 && g_init_state.compare_exchange_strong(s, 1, std::memory_order_acq_rel)) {
     const int saved_errno = errno;
     Initialise();
     errno = saved_errno;
@@ -311,27 +272,23 @@ bool EnsureInitialised() {
   return g_init_state.load(std::memory_order_acquire) == 2;
 }
 
-void FreeRing(Ring *r) {
+void FreeRing(Ring* r) {
   R().reserved_bytes.fetch_sub(r->map_bytes, std::memory_order_relaxed);
   munmap(r, r->map_bytes);
 }
 
 void ReclaimExitedRings() {
-  Runtime &rt = R();
-  std::vector<std::pair<uint64_t, uint32_t>>
-      exited; // (exit order, registry index)
+  Runtime& rt = R();
+  std::vector<std::pair<uint64_t, uint32_t>> exited;  // (exit order, registry index)
   for (uint32_t i = 0; i < rt.registry_size; ++i) {
-    Ring *r = rt.registry[i].load(std::memory_order_acquire);
-    if (r != nullptr && r->state.load(std::memory_order_acquire) == kRingExited)
-      exited.emplace_back(r->exit_order, i);
+    Ring* r = rt.registry[i].load(std::memory_order_acquire);
+    if (r != nullptr && r->state.load(std::memory_order_acquire) == kRingExited) exited.emplace_back(r->exit_order, i);
   }
-  if (exited.size() <= rt.config.keep_exited)
-    return;
+  if (exited.size() <= rt.config.keep_exited) return;
   std::sort(exited.begin(), exited.end());
   const size_t drop = exited.size() - rt.config.keep_exited;
   for (size_t k = 0; k < drop; ++k) {
-    Ring *r = rt.registry[exited[k].second].exchange(nullptr,
-                                                     std::memory_order_acq_rel);
+    Ring* r = rt.registry[exited[k].second].exchange(nullptr, std::memory_order_acq_rel);
     if (r != nullptr) {
       FreeRing(r);
       rt.stats.reclaimed.fetch_add(1, std::memory_order_relaxed);
@@ -339,9 +296,8 @@ void ReclaimExitedRings() {
   }
 }
 
-void Say(const std::string &line) {
-  if (g_init_state.load(std::memory_order_acquire) == 2 && R().config.quiet)
-    return;
+void Say(const std::string& line) {
+  if (g_init_state.load(std::memory_order_acquire) == 2 && R().config.quiet) return;
   std::string s = "lookback: " + line + "\n";
   const int saved = errno;
   ssize_t ignored = write(2, s.data(), s.size());
@@ -349,19 +305,18 @@ void Say(const std::string &line) {
   errno = saved;
 }
 
-void SayOnce(const std::string &line) {
+void SayOnce(const std::string& line) {
   static std::mutex m;
-  static std::vector<std::string> *seen = new std::vector<std::string>;
+  static std::vector<std::string>* seen = new std::vector<std::string>;
   std::lock_guard<std::mutex> lock(m);
-  if (std::find(seen->begin(), seen->end(), line) != seen->end())
-    return;
+  if (std::find(seen->begin(), seen->end(), line) != seen->end()) return;
   seen->push_back(line);
   Say(line);
 }
 
 void ResumeTracing() {
-  Ring *r = tls_own_ring;
-  if (r == nullptr) { // never had a ring: set up on the next trace point
+  Ring* r = tls_own_ring;
+  if (r == nullptr) {  // never had a ring: set up on the next trace point
     tls_status = kStatusNew;
     lb_tls_ring = &lb_sentinel_ring;
     return;
@@ -369,11 +324,8 @@ void ResumeTracing() {
   // Tell decoders that calls before the gap do not pair with calls after it.
   uint64_t pos = LoadRelaxed(&r->pos);
   std::atomic_thread_fence(std::memory_order_release);
-  __atomic_store_n(&r->slots[pos++ & r->mask],
-                   format::MakeControl(format::ControlKind::kResume, 0),
-                   __ATOMIC_RELAXED);
-  if (pos >= r->next_sync)
-    r->next_sync = pos; // keep the half-ring re-announcement reachable
+  __atomic_store_n(&r->slots[pos++ & r->mask], format::MakeControl(format::ControlKind::kResume, 0), __ATOMIC_RELAXED);
+  if (pos >= r->next_sync) r->next_sync = pos;  // keep the half-ring re-announcement reachable
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   tls_status = kStatusTracing;
   lb_tls_ring = r;
@@ -381,9 +333,8 @@ void ResumeTracing() {
 
 namespace {
 std::mutex g_names_mutex;
-std::vector<std::pair<uint64_t, std::string>> *g_names =
-    nullptr; // never freed: used at exit
-} // namespace
+std::vector<std::pair<uint64_t, std::string>>* g_names = nullptr;  // never freed: used at exit
+}  // namespace
 
 std::vector<std::pair<uint64_t, std::string>> KeyNames() {
   std::lock_guard<std::mutex> lock(g_names_mutex);
@@ -391,12 +342,10 @@ std::vector<std::pair<uint64_t, std::string>> KeyNames() {
 }
 
 void NoteNonLocalExit() {
-  Ring *r = lb_tls_ring;
-  if (r == nullptr || IsSentinel(r))
-    return;
+  Ring* r = lb_tls_ring;
+  if (r == nullptr || IsSentinel(r)) return;
   tls_unwind_pending = true;
-  r->next_sync =
-      LoadRelaxed(&r->pos); // the next trace point takes the slow path
+  r->next_sync = LoadRelaxed(&r->pos);  // the next trace point takes the slow path
 }
 
 void MarkControlThread() {
@@ -404,15 +353,14 @@ void MarkControlThread() {
   tls_status = kStatusControl;
 }
 
-} // namespace lookback::rt
+}  // namespace lookback::rt
 
 using namespace lookback;
 using namespace lookback::rt;
 
 extern "C" {
 
-void lb_record_slow(Ring *r, bool exit, uint64_t key, uint64_t tsc,
-                    uint64_t call_site) {
+void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
   const int saved_errno = errno;
   if (IsSentinel(r)) {
     if (r != lb_tls_ring) {
@@ -421,15 +369,13 @@ void lb_record_slow(Ring *r, bool exit, uint64_t key, uint64_t tsc,
       // runtime could not bind to it. Record correctly, but every trace point
       // comes through here.
       static std::atomic<bool> said{false};
-      if (!said.exchange(true, std::memory_order_relaxed))
-        SayOnce("this program's inlined trace points cannot see lookback's "
-                "thread state, so every trace point takes "
-                "the slow path; link it with "
-                "-Wl,--export-dynamic-symbol=lb_tls_ring (docs/pass.md)");
+      if (!said.exchange(true, std::memory_order_relaxed)) {
+        SayOnce("this program's inlined trace points cannot see lookback's thread state, so every trace point "
+                "takes the slow path; link it with -Wl,--export-dynamic-symbol=lb_tls_ring (docs/pass.md)");
+      }
       r = lb_tls_ring;
     }
-    if (IsSentinel(r))
-      r = ThreadInit();
+    if (IsSentinel(r)) r = ThreadInit();
     if (r == nullptr) {
       errno = saved_errno;
       return;
@@ -445,16 +391,11 @@ void lb_record_slow(Ring *r, bool exit, uint64_t key, uint64_t tsc,
   const uint64_t epoch = tsc >> format::kTscLowBits;
   const uint64_t base = key >> 32;
   std::atomic_thread_fence(std::memory_order_release);
-  auto put = [&](uint64_t rec) {
-    __atomic_store_n(&r->slots[pos++ & r->mask], rec, __ATOMIC_RELAXED);
-  };
+  auto put = [&](uint64_t rec) { __atomic_store_n(&r->slots[pos++ & r->mask], rec, __ATOMIC_RELAXED); };
   if (sync || epoch != r->epoch) {
     // Epochs since the previous announcement; a TSC that stepped back
     // (migration between unsynchronised cores) saturates: "unknown".
-    const uint64_t delta =
-        r->epoch == ~uint64_t{0}
-            ? 0
-            : (epoch >= r->epoch ? epoch - r->epoch : format::kEpochDeltaMax);
+    const uint64_t delta = r->epoch == ~uint64_t{0} ? 0 : (epoch >= r->epoch ? epoch - r->epoch : format::kEpochDeltaMax);
     put(format::MakeEpoch(epoch, delta));
     r->epoch = epoch;
   }
@@ -463,10 +404,8 @@ void lb_record_slow(Ring *r, bool exit, uint64_t key, uint64_t tsc,
     r->fn_base = base;
   }
   if (tls_unwind_pending) {
-    // An exit repairs itself (it names its function); an entry says where it
-    // was called from.
-    if (!exit && call_site != 0)
-      put(format::MakeControl(format::ControlKind::kUnwindTo, call_site));
+    // An exit repairs itself (it names its function); an entry says where it was called from.
+    if (!exit && call_site != 0) put(format::MakeControl(format::ControlKind::kUnwindTo, call_site));
     tls_unwind_pending = false;
   }
   put(format::MakeEvent(exit, tsc, key));
@@ -475,38 +414,30 @@ void lb_record_slow(Ring *r, bool exit, uint64_t key, uint64_t tsc,
   errno = saved_errno;
 }
 
-__attribute__((no_instrument_function)) void lb_enter(uint64_t key) {
-  Record(false, key);
-}
-__attribute__((no_instrument_function)) void lb_exit(uint64_t key) {
-  Record(true, key);
-}
+__attribute__((no_instrument_function)) void lb_enter(uint64_t key) { Record(false, key); }
+__attribute__((no_instrument_function)) void lb_exit(uint64_t key) { Record(true, key); }
 
-int lb_set_key_name(uint64_t key, const char *name) {
-  if (name == nullptr || key >= format::kKeyLimit)
-    return -1;
-  Ring *saved = lb_tls_ring;
+int lb_set_key_name(uint64_t key, const char* name) {
+  if (name == nullptr || key >= format::kKeyLimit) return -1;
+  Ring* saved = lb_tls_ring;
   lb_tls_ring = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_names_mutex);
-    if (g_names == nullptr)
-      g_names = new std::vector<std::pair<uint64_t, std::string>>;
+    if (g_names == nullptr) g_names = new std::vector<std::pair<uint64_t, std::string>>;
     g_names->emplace_back(key, name);
   }
   lb_tls_ring = saved;
   return 0;
 }
 
-int lb_dump(const char *reason) {
-  if (!EnsureInitialised())
-    return -1;
+int lb_dump(const char* reason) {
+  if (!EnsureInitialised()) return -1;
   return QueueDump(reason ? reason : "api");
 }
 
-int lb_dump_sync(const char *reason, char *path_out, size_t path_len) {
+int lb_dump_sync(const char* reason, char* path_out, size_t path_len) {
   if (!EnsureInitialised()) {
-    if (path_out && path_len)
-      snprintf(path_out, path_len, "lookback is not initialised");
+    if (path_out && path_len) snprintf(path_out, path_len, "lookback is not initialised");
     return -1;
   }
   Trigger t = ExplicitTrigger(reason ? reason : "api");
@@ -517,9 +448,7 @@ int lb_dump_sync(const char *reason, char *path_out, size_t path_len) {
   } else {
     out = DumpOnThisThread(t);
   }
-  if (path_out && path_len)
-    snprintf(path_out, path_len, "%s",
-             out.ok ? out.path.c_str() : out.error.c_str());
+  if (path_out && path_len) snprintf(path_out, path_len, "%s", out.ok ? out.path.c_str() : out.error.c_str());
   return out.ok ? 0 : -1;
 }
 
@@ -529,14 +458,12 @@ void lb_thread_disable(void) {
   } else if (lb_tls_ring != nullptr) {
     tls_status = kStatusDisabled;
   }
-  if (tls_status == kStatusDisabled)
-    lb_tls_ring = nullptr;
+  if (tls_status == kStatusDisabled) lb_tls_ring = nullptr;
 }
 
 void lb_thread_enable(void) {
   tls_enabled_by_api = true;
-  if (tls_status == kStatusDisabled)
-    ResumeTracing();
+  if (tls_status == kStatusDisabled) ResumeTracing();
 }
 
 void lb_note_nonlocal_exit(void) { NoteNonLocalExit(); }
@@ -544,25 +471,20 @@ void lb_note_nonlocal_exit(void) { NoteNonLocalExit(); }
 void lb_before_exec(void) { DumpAtProcessEnd("exec"); }
 
 int lb_thread_is_tracing(void) {
-  Ring *r = lb_tls_ring;
+  Ring* r = lb_tls_ring;
   return r != nullptr && !IsSentinel(r);
 }
 
 // Threads usually name themselves after they start, so a LOOKBACK_THREADS
 // pattern is checked again when a thread renames itself.
-__attribute__((visibility("default"))) int
-pthread_setname_np(pthread_t thread, const char *name) {
-  using Fn = int (*)(pthread_t, const char *);
+__attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, const char* name) {
+  using Fn = int (*)(pthread_t, const char*);
   static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_setname_np"));
-  if (real == nullptr)
-    return ENOSYS;
+  if (real == nullptr) return ENOSYS;
   const int rc = real(thread, name);
-  if (rc != 0 || !pthread_equal(thread, pthread_self()) ||
-      g_init_state.load() != 2)
-    return rc;
-  const Config &c = R().config;
-  if (c.thread_patterns.empty())
-    return rc;
+  if (rc != 0 || !pthread_equal(thread, pthread_self()) || g_init_state.load() != 2) return rc;
+  const Config& c = R().config;
+  if (c.thread_patterns.empty()) return rc;
   const bool selected = NameSelected(c, name);
   if (selected && tls_status == kStatusNotSelected) {
     ResumeTracing();
@@ -573,10 +495,8 @@ pthread_setname_np(pthread_t thread, const char *name) {
   return rc;
 }
 
-} // extern "C"
+}  // extern "C"
 
 // Loaded (preloaded or linked): read the configuration before main so that
 // bad values are reported once, up front.
-__attribute__((constructor)) static void LookbackConstructor() {
-  lookback::rt::EnsureInitialised();
-}
+__attribute__((constructor)) static void LookbackConstructor() { lookback::rt::EnsureInitialised(); }

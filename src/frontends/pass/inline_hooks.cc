@@ -9,18 +9,14 @@
 #include "runtime/hot_path.h"
 
 // Not `inline`: the bitcode must keep a definition for the pass to clone.
-#define LOOKBACK_PASS_HOOK                                                     \
-  __attribute__((always_inline, no_instrument_function))
+#define LOOKBACK_PASS_HOOK __attribute__((always_inline, no_instrument_function))
 
 extern "C" {
 
 LOOKBACK_PASS_HOOK void lb_pass_enter(uint64_t key) {
-  lookback::rt::Record(false, key,
-                       reinterpret_cast<uint64_t>(__builtin_return_address(0)));
+  lookback::rt::Record(false, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
 }
 
-LOOKBACK_PASS_HOOK void lb_pass_exit(uint64_t key) {
-  lookback::rt::Record(true, key);
-}
+LOOKBACK_PASS_HOOK void lb_pass_exit(uint64_t key) { lookback::rt::Record(true, key); }
 
-} // extern "C"
+}  // extern "C"

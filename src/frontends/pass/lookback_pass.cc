@@ -53,36 +53,32 @@ extern "C" const char lb_pass_bitcode_end[];
 
 namespace {
 
-cl::list<std::string> ExcludeFunctions(
-    "lookback-exclude", cl::CommaSeparated,
-    cl::desc("lookback: do not trace functions matching these globs (mangled "
-             "name, demangled name, or demangled "
-             "name without parameters; 'ns::*' excludes a namespace)"));
-cl::list<std::string>
-    ExcludeFiles("lookback-exclude-file", cl::CommaSeparated,
-                 cl::desc("lookback: do not trace functions defined in files "
-                          "matching these globs"));
-cl::opt<unsigned>
-    MinInstructions("lookback-min-instructions", cl::init(0),
-                    cl::desc("lookback: skip functions without loops that have "
-                             "fewer IR instructions than this (XRay's rule; 0: "
-                             "trace every function)"));
+cl::list<std::string> ExcludeFunctions("lookback-exclude", cl::CommaSeparated,
+                                       cl::desc("lookback: do not trace functions matching these globs (mangled "
+                                                "name, demangled name, or demangled "
+                                                "name without parameters; 'ns::*' excludes a namespace)"));
+cl::list<std::string> ExcludeFiles("lookback-exclude-file", cl::CommaSeparated,
+                                   cl::desc("lookback: do not trace functions defined in files "
+                                            "matching these globs"));
+cl::opt<unsigned> MinInstructions("lookback-min-instructions", cl::init(0),
+                                  cl::desc("lookback: skip functions without loops that have "
+                                           "fewer IR instructions than this (XRay's rule; 0: "
+                                           "trace every function)"));
 
-constexpr const char *kEnter = "lb_pass_enter";
-constexpr const char *kExit = "lb_pass_exit";
+constexpr const char* kEnter = "lb_pass_enter";
+constexpr const char* kExit = "lb_pass_exit";
 
 struct Patterns {
   std::vector<GlobPattern> functions, files;
   bool bad = false;
 };
 
-std::vector<GlobPattern> Compile(const cl::list<std::string> &list, bool *bad) {
+std::vector<GlobPattern> Compile(const cl::list<std::string>& list, bool* bad) {
   std::vector<GlobPattern> out;
-  for (const std::string &s : list) {
+  for (const std::string& s : list) {
     Expected<GlobPattern> g = GlobPattern::create(s);
     if (!g) {
-      errs() << "lookback-pass: bad pattern '" << s
-             << "': " << toString(g.takeError()) << "\n";
+      errs() << "lookback-pass: bad pattern '" << s << "': " << toString(g.takeError()) << "\n";
       *bad = true;
       continue;
     }
@@ -91,81 +87,63 @@ std::vector<GlobPattern> Compile(const cl::list<std::string> &list, bool *bad) {
   return out;
 }
 
-bool AnyMatch(const std::vector<GlobPattern> &pats, StringRef s) {
-  for (const GlobPattern &p : pats) {
-    if (p.match(s))
-      return true;
+bool AnyMatch(const std::vector<GlobPattern>& pats, StringRef s) {
+  for (const GlobPattern& p : pats) {
+    if (p.match(s)) return true;
   }
   return false;
 }
 
 // "ns::Class::method(int) const" -> "ns::Class::method": the part before the
 // parameter list, ignoring parentheses inside template arguments.
-std::string WithoutParameters(const std::string &d) {
+std::string WithoutParameters(const std::string& d) {
   int angle = 0;
   for (size_t i = 0; i < d.size(); ++i) {
-    if (d[i] == '<')
-      ++angle;
-    if (d[i] == '>' && angle > 0)
-      --angle;
-    if (d[i] == '(' && angle == 0 && i > 0)
-      return d.substr(0, i);
+    if (d[i] == '<') ++angle;
+    if (d[i] == '>' && angle > 0) --angle;
+    if (d[i] == '(' && angle == 0 && i > 0) return d.substr(0, i);
   }
   return d;
 }
 
-bool HasLoop(const Function &F) {
-  SmallVector<std::pair<const BasicBlock *, const BasicBlock *>, 8> edges;
+bool HasLoop(const Function& F) {
+  SmallVector<std::pair<const BasicBlock*, const BasicBlock*>, 8> edges;
   FindFunctionBackedges(F, edges);
   return !edges.empty();
 }
 
-std::string SourceFile(const Function &F) {
-  if (const DISubprogram *sp = F.getSubprogram()) {
+std::string SourceFile(const Function& F) {
+  if (const DISubprogram* sp = F.getSubprogram()) {
     std::string dir = sp->getDirectory().str();
     std::string file = sp->getFilename().str();
-    if (!file.empty() && file[0] != '/' && !dir.empty())
-      return dir + "/" + file;
+    if (!file.empty() && file[0] != '/' && !dir.empty()) return dir + "/" + file;
     return file;
   }
   return F.getParent()->getSourceFileName();
 }
 
-bool ShouldInstrument(const Function &F, const Patterns &p) {
-  if (F.isDeclaration() || F.hasAvailableExternallyLinkage())
-    return false;
-  if (F.hasFnAttribute(Attribute::Naked) || F.hasFnAttribute("lookback-skip"))
-    return false;
+bool ShouldInstrument(const Function& F, const Patterns& p) {
+  if (F.isDeclaration() || F.hasAvailableExternallyLinkage()) return false;
+  if (F.hasFnAttribute(Attribute::Naked) || F.hasFnAttribute("lookback-skip")) return false;
   const StringRef name = F.getName();
-  if (name.startswith("lb_") || name.startswith("__cyg_profile_func_") ||
-      name.startswith("llvm."))
-    return false;
-  if (MinInstructions > 0 && F.getInstructionCount() < MinInstructions &&
-      !HasLoop(F))
-    return false;
-  if (!p.files.empty() && AnyMatch(p.files, SourceFile(F)))
-    return false;
+  if (name.startswith("lb_") || name.startswith("__cyg_profile_func_") || name.startswith("llvm.")) return false;
+  if (MinInstructions > 0 && F.getInstructionCount() < MinInstructions && !HasLoop(F)) return false;
+  if (!p.files.empty() && AnyMatch(p.files, SourceFile(F))) return false;
   if (!p.functions.empty()) {
-    if (AnyMatch(p.functions, name))
-      return false;
+    if (AnyMatch(p.functions, name)) return false;
     const std::string demangled = demangle(name.str());
-    if (AnyMatch(p.functions, demangled) ||
-        AnyMatch(p.functions, WithoutParameters(demangled)))
-      return false;
+    if (AnyMatch(p.functions, demangled) || AnyMatch(p.functions, WithoutParameters(demangled))) return false;
   }
   return true;
 }
 
 // Where an exit trace point goes in a returning block: before the return, or
 // before a musttail call, which must stay immediately before it.
-Instruction *ExitPoint(ReturnInst *ret) {
-  Instruction *at = ret;
-  for (Instruction *prev = ret->getPrevNode(); prev != nullptr;
-       prev = prev->getPrevNode()) {
-    if (isa<DbgInfoIntrinsic>(prev) || isa<BitCastInst>(prev))
-      continue;
-    if (auto *call = dyn_cast<CallInst>(prev); call && call->isMustTailCall())
-      at = call;
+Instruction* ExitPoint(ReturnInst* ret) {
+  Instruction* at = ret;
+  for (Instruction* prev = ret->getPrevNode(); prev != nullptr; prev = prev->getPrevNode()) {
+    if (isa<DbgInfoIntrinsic>(prev) || isa<BitCastInst>(prev)) continue;
+    if (auto* call = dyn_cast<CallInst>(prev); call && call->isMustTailCall()) at = call;
     break;
   }
   return at;
@@ -174,33 +152,27 @@ Instruction *ExitPoint(ReturnInst *ret) {
 // The first instruction after the entry block's leading allocas: inlining
 // splits the block there, and allocas left below the split would become
 // dynamic stack allocations.
-Instruction *EntryPoint(Function &F) {
-  BasicBlock &entry = F.getEntryBlock();
+Instruction* EntryPoint(Function& F) {
+  BasicBlock& entry = F.getEntryBlock();
   auto it = entry.getFirstInsertionPt();
-  while (it != entry.end() &&
-         (isa<AllocaInst>(*it) || isa<DbgInfoIntrinsic>(*it)))
-    ++it;
+  while (it != entry.end() && (isa<AllocaInst>(*it) || isa<DbgInfoIntrinsic>(*it))) ++it;
   return &*it;
 }
 
 // Brings lb_pass_enter/lb_pass_exit (and the declarations they use) into M.
-bool LinkHooks(Module &M) {
-  const size_t size =
-      static_cast<size_t>(lb_pass_bitcode_end - lb_pass_bitcode);
-  std::unique_ptr<MemoryBuffer> buf = MemoryBuffer::getMemBufferCopy(
-      StringRef(lb_pass_bitcode, size), "lookback-inline-hooks");
-  Expected<std::unique_ptr<Module>> hooks =
-      parseBitcodeFile(buf->getMemBufferRef(), M.getContext());
+bool LinkHooks(Module& M) {
+  const size_t size = static_cast<size_t>(lb_pass_bitcode_end - lb_pass_bitcode);
+  std::unique_ptr<MemoryBuffer> buf =
+      MemoryBuffer::getMemBufferCopy(StringRef(lb_pass_bitcode, size), "lookback-inline-hooks");
+  Expected<std::unique_ptr<Module>> hooks = parseBitcodeFile(buf->getMemBufferRef(), M.getContext());
   if (!hooks) {
-    errs() << "lookback-pass: cannot read the embedded hot path: "
-           << toString(hooks.takeError()) << "\n";
+    errs() << "lookback-pass: cannot read the embedded hot path: " << toString(hooks.takeError()) << "\n";
     return false;
   }
   (*hooks)->setTargetTriple(M.getTargetTriple());
   (*hooks)->setDataLayout(M.getDataLayout());
   if (Linker::linkModules(M, std::move(*hooks))) {
-    errs() << "lookback-pass: cannot link the embedded hot path into "
-           << M.getName() << "\n";
+    errs() << "lookback-pass: cannot link the embedded hot path into " << M.getName() << "\n";
     return false;
   }
   return true;
@@ -209,130 +181,110 @@ bool LinkHooks(Module &M) {
 // The slow path's return-address argument is computed at the top of the
 // inlined hook; move it next to its only use, the cold call, so the traced
 // function does not pay for it on every entry.
-void SinkReturnAddress(Function &F) {
-  SmallVector<IntrinsicInst *, 4> moves;
-  for (BasicBlock &bb : F) {
-    for (Instruction &i : bb) {
-      auto *ra = dyn_cast<IntrinsicInst>(&i);
-      if (ra && ra->getIntrinsicID() == Intrinsic::returnaddress &&
-          ra->hasMetadata("lookback.ra"))
-        moves.push_back(ra);
+void SinkReturnAddress(Function& F) {
+  SmallVector<IntrinsicInst*, 4> moves;
+  for (BasicBlock& bb : F) {
+    for (Instruction& i : bb) {
+      auto* ra = dyn_cast<IntrinsicInst>(&i);
+      if (ra && ra->getIntrinsicID() == Intrinsic::returnaddress && ra->hasMetadata("lookback.ra")) moves.push_back(ra);
     }
   }
-  for (IntrinsicInst *ra : moves) {
-    if (!ra->hasOneUse())
-      continue;
-    auto *cast = dyn_cast<PtrToIntInst>(*ra->user_begin());
-    if (cast == nullptr || !cast->hasOneUse())
-      continue;
-    auto *use = dyn_cast<Instruction>(*cast->user_begin());
-    if (use == nullptr || use->getParent() == ra->getParent())
-      continue;
+  for (IntrinsicInst* ra : moves) {
+    if (!ra->hasOneUse()) continue;
+    auto* cast = dyn_cast<PtrToIntInst>(*ra->user_begin());
+    if (cast == nullptr || !cast->hasOneUse()) continue;
+    auto* use = dyn_cast<Instruction>(*cast->user_begin());
+    if (use == nullptr || use->getParent() == ra->getParent()) continue;
     ra->moveBefore(use);
     cast->moveBefore(use);
   }
 }
 
 struct LookbackPass : PassInfoMixin<LookbackPass> {
-  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+  PreservedAnalyses run(Module& M, ModuleAnalysisManager&) {
     // Never instrument the runtime itself.
-    if (Function *f = M.getFunction("lb_record_slow"); f && !f->isDeclaration())
-      return PreservedAnalyses::all();
+    if (Function* f = M.getFunction("lb_record_slow"); f && !f->isDeclaration()) return PreservedAnalyses::all();
     Patterns p;
     p.functions = Compile(ExcludeFunctions, &p.bad);
     p.files = Compile(ExcludeFiles, &p.bad);
-    if (p.bad)
-      report_fatal_error("lookback-pass: bad -lookback-exclude pattern", false);
+    if (p.bad) report_fatal_error("lookback-pass: bad -lookback-exclude pattern", false);
 
-    std::vector<Function *> targets;
-    for (Function &F : M) {
-      if (ShouldInstrument(F, p))
-        targets.push_back(&F);
+    std::vector<Function*> targets;
+    for (Function& F : M) {
+      if (ShouldInstrument(F, p)) targets.push_back(&F);
     }
-    if (targets.empty())
-      return PreservedAnalyses::all();
-    if (!LinkHooks(M))
-      report_fatal_error("lookback-pass: giving up", false);
+    if (targets.empty()) return PreservedAnalyses::all();
+    if (!LinkHooks(M)) report_fatal_error("lookback-pass: giving up", false);
 
-    Function *enter = M.getFunction(kEnter);
-    Function *exit = M.getFunction(kExit);
+    Function* enter = M.getFunction(kEnter);
+    Function* exit = M.getFunction(kExit);
     if (enter == nullptr || exit == nullptr)
-      report_fatal_error("lookback-pass: embedded hot path lacks its hooks",
-                         false);
-    for (Function *hook : {enter, exit}) {
+      report_fatal_error("lookback-pass: embedded hot path lacks its hooks", false);
+    for (Function* hook : {enter, exit}) {
       hook->setLinkage(GlobalValue::InternalLinkage);
-      for (Instruction &i : instructions(*hook)) {
-        if (auto *ra = dyn_cast<IntrinsicInst>(&i);
-            ra && ra->getIntrinsicID() == Intrinsic::returnaddress) {
+      for (Instruction& i : instructions(*hook)) {
+        if (auto* ra = dyn_cast<IntrinsicInst>(&i); ra && ra->getIntrinsicID() == Intrinsic::returnaddress) {
           ra->setMetadata("lookback.ra", MDNode::get(M.getContext(), {}));
         }
       }
     }
     BindToRuntime(M);
 
-    Type *i64 = Type::getInt64Ty(M.getContext());
-    for (Function *F : targets) {
-      Constant *key = ConstantExpr::getPtrToInt(F, i64);
-      SmallVector<CallInst *, 8> calls;
-      DISubprogram *sp = F->getSubprogram();
-      auto at = [&](Instruction *where, Function *hook, DebugLoc loc) {
+    Type* i64 = Type::getInt64Ty(M.getContext());
+    for (Function* F : targets) {
+      Constant* key = ConstantExpr::getPtrToInt(F, i64);
+      SmallVector<CallInst*, 8> calls;
+      DISubprogram* sp = F->getSubprogram();
+      auto at = [&](Instruction* where, Function* hook, DebugLoc loc) {
         IRBuilder<> b(where);
-        CallInst *c = b.CreateCall(hook, {key});
+        CallInst* c = b.CreateCall(hook, {key});
         // A call inlined into a function with debug info needs a location.
-        if (sp != nullptr)
-          c->setDebugLoc(loc ? loc
-                             : DebugLoc(DILocation::get(M.getContext(),
-                                                        sp->getLine(), 0, sp)));
+        if (sp != nullptr) c->setDebugLoc(loc ? loc : DebugLoc(DILocation::get(M.getContext(), sp->getLine(), 0, sp)));
         calls.push_back(c);
       };
-      SmallVector<ReturnInst *, 8> rets;
-      for (BasicBlock &bb : *F) {
-        if (auto *r = dyn_cast<ReturnInst>(bb.getTerminator()))
-          rets.push_back(r);
+      SmallVector<ReturnInst*, 8> rets;
+      for (BasicBlock& bb : *F) {
+        if (auto* r = dyn_cast<ReturnInst>(bb.getTerminator())) rets.push_back(r);
       }
       at(EntryPoint(*F), enter, DebugLoc());
-      for (ReturnInst *r : rets) {
-        Instruction *where = ExitPoint(r);
+      for (ReturnInst* r : rets) {
+        Instruction* where = ExitPoint(r);
         at(where, exit, r->getDebugLoc());
       }
-      for (CallInst *c : calls) {
+      for (CallInst* c : calls) {
         InlineFunctionInfo info;
         InlineResult res = InlineFunction(*c, info);
         if (!res.isSuccess()) {
-          report_fatal_error(
-              Twine("lookback-pass: cannot inline the trace point into ") +
-                  F->getName() + ": " + res.getFailureReason(),
-              false);
+          report_fatal_error(Twine("lookback-pass: cannot inline the trace point into ") + F->getName() + ": " +
+                                 res.getFailureReason(),
+                             false);
         }
       }
       SinkReturnAddress(*F);
     }
-    for (Function *hook : {enter, exit}) {
-      if (hook->use_empty())
-        hook->eraseFromParent();
+    for (Function* hook : {enter, exit}) {
+      if (hook->use_empty()) hook->eraseFromParent();
     }
     return PreservedAnalyses::none();
   }
 
   // See the linking contract at the top of this file.
-  static void BindToRuntime(Module &M) {
-    LLVMContext &ctx = M.getContext();
-    GlobalVariable *ring = M.getGlobalVariable("lb_tls_ring");
-    Function *slow = M.getFunction("lb_record_slow");
+  static void BindToRuntime(Module& M) {
+    LLVMContext& ctx = M.getContext();
+    GlobalVariable* ring = M.getGlobalVariable("lb_tls_ring");
+    Function* slow = M.getFunction("lb_record_slow");
     if (ring == nullptr || slow == nullptr)
-      report_fatal_error(
-          "lookback-pass: embedded hot path is not the recorder's", false);
-    auto *ring_ptr = cast<PointerType>(ring->getValueType());
-    Type *ring_ty = ring_ptr->getPointerElementType();
+      report_fatal_error("lookback-pass: embedded hot path is not the recorder's", false);
+    auto* ring_ptr = cast<PointerType>(ring->getValueType());
+    Type* ring_ty = ring_ptr->getPointerElementType();
 
     // The program's own sentinel: all zero, so slots == nullptr (a sentinel by
     // the ABI) and pos == next_sync (the first trace point takes the slow
     // path).
-    GlobalVariable *sentinel = M.getGlobalVariable("lb_pass_sentinel");
+    GlobalVariable* sentinel = M.getGlobalVariable("lb_pass_sentinel");
     if (sentinel == nullptr) {
-      sentinel = new GlobalVariable(
-          M, ring_ty, false, GlobalValue::LinkOnceODRLinkage,
-          Constant::getNullValue(ring_ty), "lb_pass_sentinel");
+      sentinel = new GlobalVariable(M, ring_ty, false, GlobalValue::LinkOnceODRLinkage, Constant::getNullValue(ring_ty),
+                                    "lb_pass_sentinel");
       sentinel->setVisibility(GlobalValue::HiddenVisibility);
       sentinel->setAlignment(Align(64));
     }
@@ -346,34 +298,29 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
     // lb_pass_slow: the runtime's slow path when a runtime is there; without
     // one, tracing off for this thread for good (one call per thread).
     slow->setLinkage(GlobalValue::ExternalWeakLinkage);
-    Function *stub = M.getFunction("lb_pass_slow");
+    Function* stub = M.getFunction("lb_pass_slow");
     if (stub == nullptr) {
-      stub =
-          Function::Create(slow->getFunctionType(),
-                           GlobalValue::LinkOnceODRLinkage, "lb_pass_slow", M);
+      stub = Function::Create(slow->getFunctionType(), GlobalValue::LinkOnceODRLinkage, "lb_pass_slow", M);
       stub->setVisibility(GlobalValue::HiddenVisibility);
       stub->addFnAttr(Attribute::NoInline);
       stub->addFnAttr(Attribute::Cold);
       stub->addFnAttr(Attribute::NoUnwind);
-      BasicBlock *entry = BasicBlock::Create(ctx, "entry", stub);
-      BasicBlock *call = BasicBlock::Create(ctx, "runtime", stub);
-      BasicBlock *none = BasicBlock::Create(ctx, "no_runtime", stub);
+      BasicBlock* entry = BasicBlock::Create(ctx, "entry", stub);
+      BasicBlock* call = BasicBlock::Create(ctx, "runtime", stub);
+      BasicBlock* none = BasicBlock::Create(ctx, "no_runtime", stub);
       IRBuilder<> b(entry);
-      b.CreateCondBr(
-          b.CreateICmpNE(slow, Constant::getNullValue(slow->getType())), call,
-          none);
+      b.CreateCondBr(b.CreateICmpNE(slow, Constant::getNullValue(slow->getType())), call, none);
       b.SetInsertPoint(call);
-      SmallVector<Value *, 5> args;
-      for (Argument &a : stub->args())
-        args.push_back(&a);
+      SmallVector<Value*, 5> args;
+      for (Argument& a : stub->args()) args.push_back(&a);
       b.CreateCall(slow, args);
       b.CreateRetVoid();
       b.SetInsertPoint(none);
       b.CreateStore(ConstantPointerNull::get(ring_ptr), ring);
       b.CreateRetVoid();
     }
-    slow->replaceUsesWithIf(stub, [&](Use &u) {
-      auto *call = dyn_cast<CallInst>(u.getUser());
+    slow->replaceUsesWithIf(stub, [&](Use& u) {
+      auto* call = dyn_cast<CallInst>(u.getUser());
       return call != nullptr && call->getFunction() != stub;
     });
   }
@@ -381,13 +328,11 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
   static bool isRequired() { return true; }
 };
 
-} // namespace
+}  // namespace
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "lookback", "1", [](PassBuilder &pb) {
+  return {LLVM_PLUGIN_API_VERSION, "lookback", "1", [](PassBuilder& pb) {
             pb.registerOptimizerLastEPCallback(
-                [](ModulePassManager &mpm, OptimizationLevel) {
-                  mpm.addPass(LookbackPass());
-                });
+                [](ModulePassManager& mpm, OptimizationLevel) { mpm.addPass(LookbackPass()); });
           }};
 }

@@ -198,8 +198,13 @@ TEST_P(NonLocalExits, LongjmpOutOfThreeFramesKeepsNesting) {
   EXPECT_EQ(st.open, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Compilers, NonLocalExits, ::testing::Values("lifecycle-gcc", "lifecycle-clang"),
-                         [](const auto& info) { return std::string(info.param).substr(10); });
+INSTANTIATE_TEST_SUITE_P(Compilers, NonLocalExits, ::testing::Values("lifecycle-gcc", "lifecycle-clang", "lifecycle-pass-O0",
+                                                                   "lifecycle-pass-O2"),
+                         [](const auto& info) {
+                           std::string n = std::string(info.param).substr(10);
+                           for (auto& c : n) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
 
 TEST(Process, SignalHandlersThatRunTracedCodeAreRecorded) {
   Outcome o = Record("signals", {Program("lifecycle-gcc"), "signals"});

@@ -1,0 +1,95 @@
+// The clang pass front-end (src/frontends/pass): what a user of the plugin
+// relies on beyond the exact round trip (roundtrip_test.cc) and non-local
+// exits (lifecycle_test.cc): trace points really are inlined, a program runs
+// without the runtime, a preload-only build still records, and the options
+// exclude what they say.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "harness.h"
+#include "model/walk.h"
+
+namespace lookback::testing {
+namespace {
+
+bool Built(const std::string& name) { return access(Program(name).c_str(), X_OK) == 0; }
+
+#define REQUIRE_PASS_PROGRAM(name) \
+  if (!Built(name)) GTEST_SKIP() << name << " not built (no clang 14 / llvm-14-dev)"
+
+// Function names in a dump, symbolized by the CLI.
+std::multiset<std::string> EnteredFunctions(const std::string& dump) {
+  RunResult ev = RunProgram({Cli(), "events", dump});
+  EXPECT_EQ(ev.exit_code, 0) << ev.err;
+  std::multiset<std::string> out;
+  size_t pos = 0;
+  while (pos < ev.out.size()) {
+    size_t end = ev.out.find('\n', pos);
+    if (end == std::string::npos) end = ev.out.size();
+    const std::string line = ev.out.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.find("\tENTER\t") == std::string::npos) continue;
+    out.insert(line.substr(line.rfind('\t') + 1));
+  }
+  return out;
+}
+
+TEST(Pass, TracePointsAreInlinedNotCalled) {
+  REQUIRE_PASS_PROGRAM("roundtrip-pass-O2");
+  RunResult dis = RunProgram({"objdump", "-d", "-C", "--no-show-raw-insn", Program("roundtrip-pass-O2")});
+  ASSERT_EQ(dis.exit_code, 0) << dis.err;
+  EXPECT_EQ(dis.out.find("__cyg_profile_func"), std::string::npos);
+  // f3's body holds the recorder's fast path: a TLS load and rdtsc, no call for it.
+  const size_t body = dis.out.find("::f3(int, unsigned int*)>:\n");
+  ASSERT_NE(body, std::string::npos);
+  const std::string fn = dis.out.substr(body, dis.out.find("\n\n", body) - body);
+  EXPECT_NE(fn.find("%fs:"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("rdtsc"), std::string::npos) << fn;
+  EXPECT_GE(std::count(fn.begin(), fn.end(), '\n'), 20);
+}
+
+TEST(Pass, ProgramRunsWithoutTheRuntimeAndRecordsNothing) {
+  REQUIRE_PASS_PROGRAM("roundtrip-pass-O2");
+  const std::string dir = FreshDir("pass-no-runtime");
+  RunResult dyn = RunProgram({"readelf", "-d", Program("roundtrip-pass-O2")});
+  EXPECT_EQ(dyn.out.find("liblookback"), std::string::npos) << "the program must not need liblookback";
+  const std::string gt = dir + "/gt.txt";
+  RunResult r = RunProgram({Program("roundtrip-pass-O2"), "4", "300", "42", gt}, {{"LOOKBACK_DIR", dir + "/dumps"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  size_t events = 0;
+  for (const auto& [tid, evs] : GroundTruth(gt)) events += evs.size();
+  EXPECT_GT(events, 1000u);  // it ran its calls
+  EXPECT_TRUE(Dumps(dir + "/dumps").empty());
+}
+
+TEST(Pass, PreloadWithoutExportedRingRecordsAndSaysHowToFix) {
+  REQUIRE_PASS_PROGRAM("roundtrip-pass-unexported");
+  const std::string dir = FreshDir("pass-unexported");
+  RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", Program("roundtrip-pass-unexported"), "1",
+                            "50", "3", dir + "/gt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--export-dynamic-symbol=lb_tls_ring"), std::string::npos) << r.err;
+  EXPECT_EQ(Dumps(dir + "/dumps").size(), 1u);
+}
+
+TEST(Pass, ExcludesByNameNamespaceFileAndSkipsSmallFunctionsWithoutLoops) {
+  REQUIRE_PASS_PROGRAM("pass-options");
+  const std::string dir = FreshDir("pass-options");
+  RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", Program("pass-options")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  const auto fns = EnteredFunctions(dumps[0]);
+  EXPECT_EQ(fns.count("small_loop(int)"), 3u);          // a loop: kept below the size threshold
+  EXPECT_EQ(fns.count("big_straight_line()"), 3u);      // over the threshold
+  EXPECT_EQ(fns.count("excluded_by_name(int)"), 0u);    // -lookback-exclude=excluded_by_name
+  EXPECT_EQ(fns.count("skipped_ns::inner(int)"), 0u);   // -lookback-exclude=skipped_ns::*
+  EXPECT_EQ(fns.count("from_excluded_file(int)"), 0u);  // -lookback-exclude-file=*pass_options_excluded.h
+  EXPECT_EQ(fns.count("tiny()"), 0u);                   // -lookback-min-instructions=40
+}
+
+}  // namespace
+}  // namespace lookback::testing

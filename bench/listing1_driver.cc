@@ -56,22 +56,25 @@ constexpr const char* kXrayFdrFlags = "func_duration_threshold_us=0 grace_period
 // executable (no PLT jump, TLS offset an immediate); kLbNoPlt*, the program
 // built with -fno-plt (the hooks called through the GOT; clang 14 ignores
 // -fno-plt for its instrumentation calls).
+// kPassOff/kPassOn: the clang pass front-end (inlined trace points), clang only.
 enum Kind {
-  kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace, kGprof, kXrayOff, kXrayFdr,
+  kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace, kGprof, kXrayOff, kXrayFdr, kPassOff, kPassOn,
   kLbStaticOff, kLbStaticOn, kLbNoPltOff, kLbNoPltOn, kKinds
 };
 const char* const kKindNames[kKinds] = {
     "uninstrumented",       "glibc no-op hooks",    "lookback, tracing off", "lookback, tracing on",
     "floor hook",           "uftrace record",       "gprof (-pg, gmon.out)", "XRay, sleds unpatched",
-    "XRay FDR",             "lookback static, off", "lookback static, on",   "lookback -fno-plt, off",
-    "lookback -fno-plt, on"};
-const char* const kKindShort[kKinds] = {"plain",    "glibc",   "lb-off", "lb-on",   "floor",   "uftrace",   "gprof",
-                                        "xray-off", "xray-fdr", "lbs-off", "lbs-on", "lbnoplt-off", "lbnoplt-on"};
-const char* const kSuffix[kKinds] = {"plain", "glibc", "lookback", "lookback", "floor",   "pg",     "pg",
-                                     "xray",  "xray",  "lbstatic", "lbstatic", "lbnoplt", "lbnoplt"};
+    "XRay FDR",             "lookback pass, off",   "lookback pass, on",
+    "lookback static, off", "lookback static, on",  "lookback -fno-plt, off", "lookback -fno-plt, on"};
+const char* const kKindShort[kKinds] = {"plain",    "glibc",    "lb-off",   "lb-on",   "floor",   "uftrace",
+                                        "gprof",    "xray-off", "xray-fdr", "pass-off", "pass-on", "lbs-off",
+                                        "lbs-on",   "lbnoplt-off", "lbnoplt-on"};
+const char* const kSuffix[kKinds] = {"plain", "glibc", "lookback", "lookback", "floor",    "pg",       "pg",     "xray",
+                                     "xray",  "pass",  "pass",     "lbstatic", "lbstatic", "lbnoplt", "lbnoplt"};
 bool IsExtra(int k) { return k >= kLbStaticOff; }
-bool IsLookback(int k) { return k == kLbOff || k == kLbOn || k >= kLbStaticOff; }
-bool IsLookbackOn(int k) { return k == kLbOn || k == kLbStaticOn || k == kLbNoPltOn; }
+bool IsPass(int k) { return k == kPassOff || k == kPassOn; }
+bool IsLookback(int k) { return k == kLbOff || k == kLbOn || IsPass(k) || k >= kLbStaticOff; }
+bool IsLookbackOn(int k) { return k == kLbOn || k == kPassOn || k == kLbStaticOn || k == kLbNoPltOn; }
 bool IsXray(int k) { return k == kXrayOff || k == kXrayFdr; }
 // gprof's mcount runs at function entry only.
 int TracePointsPerCall(int k) { return k == kGprof ? kFunctionsPerCall : kTracePointsPerCall; }
@@ -263,6 +266,7 @@ int main(int argc, char** argv) {
       if (k == kUftrace && runner.uftrace.empty()) continue;
       if (k == kGprof && !o.gprof) continue;
       if (IsXray(k) && (!o.xray || c != "clang")) continue;  // XRay is clang's
+      if (IsPass(k) && c != "clang") continue;                // so is the pass
       if (IsExtra(k) && !o.extra) continue;
       if (!bench::IsExecutable(bin)) {
         if (k == kPlain) {
@@ -463,6 +467,25 @@ int main(int argc, char** argv) {
       const double off_tp = off < 0 ? NAN : median_of([&](int r) { return tp_of(off, plain, w, r); });
       printf("| %s | %d | %s | %s |\n", c.c_str(), o.works[w], verdict(ratio, 1.15).c_str(),
              verdict(off_tp, 0.8).c_str());
+    }
+  }
+
+  // ---- the clang pass against the hook front-end ------------------------------
+  if (std::find(o.compilers.begin(), o.compilers.end(), "clang") != o.compilers.end() &&
+      find("clang", kPassOn) >= 0) {
+    printf("\nThe clang pass (inlined trace points) against the hook front-end (-finstrument-functions-after-inlining\n");
+    printf("+ liblookback.so), clang, medians of per-round figures:\n\n");
+    printf("| work | pass off - uninstrumented, ns/tp (goal <= 0.25) | hooks off - uninstrumented, ns/tp | pass on / hooks on, per tp (goal <= 1.1) | pass on / floor, per tp |\n");
+    printf("|---:|---:|---:|---:|---:|\n");
+    const int plain = find("clang", kPlain), poff = find("clang", kPassOff), pon = find("clang", kPassOn),
+              off = find("clang", kLbOff), on = find("clang", kLbOn), floor = find("clang", kFloor);
+    for (size_t w = 0; w < o.works.size(); ++w) {
+      auto tp = [&](int vi) { return vi < 0 ? NAN : median_of([&](int r) { return tp_of(vi, plain, w, r); }); };
+      auto ratio = [&](int a, int b) {
+        return (a < 0 || b < 0) ? NAN : median_of([&](int r) { return tp_of(a, plain, w, r) / tp_of(b, plain, w, r); });
+      };
+      printf("| %d | %s | %s | %s | %s |\n", o.works[w], verdict(tp(poff), 0.25).c_str(), Fmt(tp(off), 3).c_str(),
+             verdict(ratio(pon, on), 1.1).c_str(), Fmt(ratio(pon, floor), 3).c_str());
     }
   }
 

@@ -2,7 +2,7 @@
 # Installs the Debian packages lookback needs to build and test, if missing.
 # Usage: scripts/install-deps.sh [--bench]   (--bench adds uftrace)
 set -euo pipefail
-pkgs=(cmake ninja-build g++ clang pkg-config libgtest-dev libcli11-dev libfmt-dev libdw-dev libelf-dev libsqlite3-dev sqlite3 protobuf-compiler time)
+pkgs=(cmake ninja-build g++ clang pkg-config libgtest-dev libcli11-dev libfmt-dev libdw-dev libelf-dev libsqlite3-dev sqlite3 protobuf-compiler time llvm-14-dev)
 [[ "${1:-}" == "--bench" ]] && pkgs+=(uftrace)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -19,7 +19,8 @@
 # 3. Builds each with gcc (-O2 -finstrument-functions) and clang (-O2
 #    -finstrument-functions-after-inlining): uninstrumented, the instrumented
 #    object linked with nothing (glibc's no-op hooks), liblookback.so or the
-#    floor hook, -pg (gprof and uftrace), and -fxray-instrument (clang).
+#    floor hook, -pg (gprof and uftrace), -fxray-instrument (clang), and the
+#    lookback clang pass (-fpass-plugin, linked with liblookback.so).
 # 4. Runs them with compare_driver, interleaved rounds, and prints tables of
 #    medians: wall time, trace points, ns per trace point, lookback's added time
 #    over the floor hook's (goal <= 1.2), bytes written.
@@ -86,6 +87,12 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have gcc || die "gcc not found"
 have_clang=0; have clang && have clang++ && have_clang=1
 have_xray=0
+pass_so="$build/lib/liblookback-pass.so"
+have_pass=0
+if [[ $have_clang == 1 && -f "$pass_so" ]]; then
+  N cmake --build "$build" --target lookback_pass >&2
+  have_pass=1
+fi
 if [[ $have_clang == 1 ]] && echo 'int main(){return 0;}' | clang -x c - -fxray-instrument -o "$work/.xray_probe" 2>/dev/null; then
   have_xray=1
 fi
@@ -165,11 +172,13 @@ cflags_of() {  # config
     clang-cyg) echo "-O2 -finstrument-functions-after-inlining" ;;
     gcc-pg|clang-pg) echo "-O2 -pg" ;;
     clang-xray) echo "-O2 -fxray-instrument -fxray-instruction-threshold=1" ;;
+    clang-pass) echo "-O2 -fpass-plugin=$pass_so" ;;
   esac
 }
 configs=(gcc-plain gcc-cyg gcc-pg)
 [[ $have_clang == 1 ]] && configs+=(clang-plain clang-cyg clang-pg)
 [[ $have_xray == 1 ]] && configs+=(clang-xray)
+[[ $have_pass == 1 ]] && configs+=(clang-pass)
 
 stale() {  # out in... : true when out is missing or older than an input
   local out=$1; shift
@@ -225,7 +234,9 @@ build_program() {
       local extra=()
       [[ $cfg == clang-xray && $s == "$main_src" ]] && extra=(-Dmain=bench_program_main)
       # shellcheck disable=SC2086,SC2046
-      if stale "$o" "$s"; then job "$o" "$(cc_of $cfg)" $(cflags_of $cfg) -w $cppflags "${extra[@]}" -c "$s"; fi
+      local deps=("$s")
+      [[ $cfg == clang-pass ]] && deps+=("$pass_so")
+      if stale "$o" "${deps[@]}"; then job "$o" "$(cc_of $cfg)" $(cflags_of $cfg) -w $cppflags "${extra[@]}" -c "$s"; fi
     done
   done
   wait_jobs
@@ -251,6 +262,8 @@ build_program() {
         ;;
       *-pg)
         if stale "${base}_pg" "${objs[@]}"; then job "${base}_pg" $cc -pg "${objs[@]}" $libs; fi ;;
+      clang-pass)
+        if stale "${base}_pass" "${objs[@]}" "$lb_so"; then job "${base}_pass" $cc "${objs[@]}" "$lb_so" $rpath $libs; fi ;;
       clang-xray)
         if stale "${base}_xray" "${objs[@]}" "$xray_main"; then
           job "${base}_xray" clang++ -fxray-instrument "${objs[@]}" "$xray_main" $libs
@@ -269,12 +282,13 @@ add_variants() {  # name check_prefix args...
   local cc kind bin
   for cc in gcc clang; do
     [[ $cc == clang && $have_clang == 0 ]] && continue
-    for kind in plain glibc lb-off lb-on floor gprof uftrace xray-off xray-fdr; do
+    for kind in plain glibc lb-off lb-on floor gprof uftrace xray-off xray-fdr pass-off pass-on; do
       case $kind in
         plain) bin=plain ;; glibc) bin=glibc ;; lb-off|lb-on) bin=lookback ;; floor) bin=floor ;;
-        gprof|uftrace) bin=pg ;; xray-off|xray-fdr) bin=xray ;;
+        gprof|uftrace) bin=pg ;; xray-off|xray-fdr) bin=xray ;; pass-off|pass-on) bin=pass ;;
       esac
       [[ $kind == xray-* && ( $cc != clang || $have_xray == 0 ) ]] && continue
+      [[ $kind == pass-* && ( $cc != clang || $have_pass == 0 ) ]] && continue
       { printf 'run\t%s\t%s\t%s\t%s' "$name" "$cc" "$kind" "$work/bin/${name}_${cc}_${bin}"
         printf '\t%s' "$@"; printf '\n'; } >>"$manifest"
     done
@@ -331,3 +345,20 @@ echo
 drv_args=(--manifest "$manifest" --rounds "$rounds" "${uftrace_flag[@]}")
 [[ -n "$raw" ]] && drv_args+=(--raw "$raw/programs.csv")
 N "$build/bench/compare_driver" "${drv_args[@]}"
+
+# ---- 6. code size ------------------------------------------------------------------------------
+if [[ $have_pass == 1 ]] && have size; then
+  echo
+  echo "Code size (.text of the executable, \`size -A\`), clang: growth over the uninstrumented build"
+  echo
+  echo "| program | uninstrumented | hooks (-finstrument-functions-after-inlining) | pass (goal <= +25 %) |"
+  echo "|---|---:|---:|---:|"
+  text_of() { size -A "$1" | awk '$1 == ".text" { print $2 }'; }
+  for p in "${progs[@]}"; do
+    b="$work/bin/${p}_clang"
+    plain=$(text_of "${b}_plain"); hooks=$(text_of "${b}_lookback"); pass=$(text_of "${b}_pass")
+    awk -v p="$p" -v a="$plain" -v h="$hooks" -v s="$pass" 'BEGIN {
+      printf "| %s | %d | %d (%+.1f %%) | %d (%+.1f %%)%s |\n", p, a, h, 100 * (h - a) / a, s, 100 * (s - a) / a,
+             (s - a) / a <= 0.25 ? " (met)" : " (MISSED)" }'
+  done
+fi

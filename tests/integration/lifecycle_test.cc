@@ -199,7 +199,7 @@ TEST_P(NonLocalExits, LongjmpOutOfThreeFramesKeepsNesting) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Compilers, NonLocalExits, ::testing::Values("lifecycle-gcc", "lifecycle-clang", "lifecycle-pass-O0",
-                                                                   "lifecycle-pass-O2"),
+                                                                   "lifecycle-pass-O2", "lifecycle-pass-full-O2"),
                          [](const auto& info) {
                            std::string n = std::string(info.param).substr(10);
                            for (auto& c : n) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -36,18 +36,36 @@ std::multiset<std::string> EnteredFunctions(const std::string& dump) {
   return out;
 }
 
-TEST(Pass, TracePointsAreInlinedNotCalled) {
+// The body of `symbol` (demangled) in a program's disassembly.
+std::string Disassembly(const std::string& program, const std::string& symbol) {
+  RunResult dis = RunProgram({"objdump", "-d", "-C", "--no-show-raw-insn", Program(program)});
+  EXPECT_EQ(dis.exit_code, 0) << dis.err;
+  const size_t body = dis.out.find("<" + symbol + ">:\n");
+  if (body == std::string::npos) return "";
+  return dis.out.substr(body, dis.out.find("\n\n", body) - body);
+}
+
+TEST(Pass, CheckShapeInlinesTheTestAndCallsTheRecordOutOfLine) {
   REQUIRE_PASS_PROGRAM("roundtrip-pass-O2");
-  RunResult dis = RunProgram({"objdump", "-d", "-C", "--no-show-raw-insn", Program("roundtrip-pass-O2")});
-  ASSERT_EQ(dis.exit_code, 0) << dis.err;
-  EXPECT_EQ(dis.out.find("__cyg_profile_func"), std::string::npos);
-  // f3's body holds the recorder's fast path: a TLS load and rdtsc, no call for it.
-  const size_t body = dis.out.find("::f3(int, unsigned int*)>:\n");
-  ASSERT_NE(body, std::string::npos);
-  const std::string fn = dis.out.substr(body, dis.out.find("\n\n", body) - body);
-  EXPECT_NE(fn.find("%fs:"), std::string::npos) << fn;
-  EXPECT_NE(fn.find("rdtsc"), std::string::npos) << fn;
-  EXPECT_GE(std::count(fn.begin(), fn.end(), '\n'), 20);
+  const std::string f3 = Disassembly("roundtrip-pass-O2", "(anonymous namespace)::f3(int, unsigned int*)");
+  ASSERT_FALSE(f3.empty());
+  EXPECT_EQ(f3.find("__cyg_profile_func"), std::string::npos) << f3;
+  EXPECT_NE(f3.find("%fs:"), std::string::npos) << f3;  // the thread's ring pointer
+  EXPECT_EQ(f3.find("rdtsc"), std::string::npos) << f3;
+  EXPECT_NE(f3.find("<lb_pass_enter_on>"), std::string::npos) << f3;
+  EXPECT_NE(f3.find("<lb_pass_exit_on>"), std::string::npos) << f3;
+  EXPECT_NE(Disassembly("roundtrip-pass-O2", "lb_pass_enter_on").find("rdtsc"), std::string::npos);
+}
+
+TEST(Pass, FullShapeInlinesTheWholeFastPath) {
+  REQUIRE_PASS_PROGRAM("roundtrip-pass-full-O2");
+  const std::string f3 = Disassembly("roundtrip-pass-full-O2", "(anonymous namespace)::f3(int, unsigned int*)");
+  ASSERT_FALSE(f3.empty());
+  EXPECT_NE(f3.find("%fs:"), std::string::npos) << f3;
+  size_t rdtsc = 0;
+  for (size_t at = f3.find("rdtsc"); at != std::string::npos; at = f3.find("rdtsc", at + 1)) ++rdtsc;
+  EXPECT_EQ(rdtsc, 2u) << f3;  // entry and exit
+  EXPECT_EQ(f3.find("<lb_pass_enter_on>"), std::string::npos) << f3;
 }
 
 TEST(Pass, ProgramRunsWithoutTheRuntimeAndRecordsNothing) {

@@ -91,6 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Compilers, RoundTrip,
                                            Variant{"roundtrip-pass-c-O0", 4, false},
                                            Variant{"roundtrip-pass-c-O2", 4, false},
                                            Variant{"roundtrip-pass-O2-linked", 4, true},
+                                           Variant{"roundtrip-pass-full-O2", 4, false},
                                            Variant{"roundtrip-pass-unexported", 4, false}),
                          Name);
 

@@ -3,20 +3,51 @@
 // so the inlined sequence is the recorder's own fast path (runtime/hot_path.h),
 // not a second copy of it: change hot_path.h and the pass follows.
 //
+// Two shapes (-lookback-inline=check|full, docs/pass.md):
+//   check  inline: the TLS load and a test that is expected to fail while
+//          tracing is off; the record itself is a call to lb_pass_enter_on /
+//          lb_pass_exit_on, one copy per program (linkonce_odr, hidden).
+//   full   inline: the whole of Record(), timestamp and store included.
+//
 // After inlining, __builtin_return_address(0) is the instrumented function's
 // caller, which is what the hook front-end passes as `call_site`; it only
 // matters on the slow path (UNWIND_TO after an exception or longjmp).
 #include "runtime/hot_path.h"
 
+using lookback::rt::Ring;
+
 // Not `inline`: the bitcode must keep a definition for the pass to clone.
 #define LOOKBACK_PASS_HOOK __attribute__((always_inline, no_instrument_function))
+#define LOOKBACK_PASS_OUTLINED __attribute__((noinline, no_instrument_function))
 
 extern "C" {
 
+// ---- full ----
 LOOKBACK_PASS_HOOK void lb_pass_enter(uint64_t key) {
   lookback::rt::Record(false, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
 }
 
 LOOKBACK_PASS_HOOK void lb_pass_exit(uint64_t key) { lookback::rt::Record(true, key); }
+
+// ---- check ----
+LOOKBACK_PASS_OUTLINED void lb_pass_enter_on(Ring* r, uint64_t key, uint64_t call_site) {
+  lookback::rt::RecordAt(r, false, key, __rdtsc(), call_site);
+}
+
+LOOKBACK_PASS_OUTLINED void lb_pass_exit_on(Ring* r, uint64_t key) { lookback::rt::RecordAt(r, true, key, __rdtsc()); }
+
+// Tracing off is the expected case here: the test falls through and the call
+// is laid out at the end of the function, away from its hot code.
+LOOKBACK_PASS_HOOK void lb_pass_enter_check(uint64_t key) {
+  Ring* r = lb_tls_ring;
+  if (__builtin_expect(r != nullptr, 0)) {
+    lb_pass_enter_on(r, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
+  }
+}
+
+LOOKBACK_PASS_HOOK void lb_pass_exit_check(uint64_t key) {
+  Ring* r = lb_tls_ring;
+  if (__builtin_expect(r != nullptr, 0)) lb_pass_exit_on(r, key);
+}
 
 }  // extern "C"

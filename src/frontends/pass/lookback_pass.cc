@@ -60,13 +60,23 @@ cl::list<std::string> ExcludeFunctions("lookback-exclude", cl::CommaSeparated,
 cl::list<std::string> ExcludeFiles("lookback-exclude-file", cl::CommaSeparated,
                                    cl::desc("lookback: do not trace functions defined in files "
                                             "matching these globs"));
+enum class Shape { kCheck, kFull };
+cl::opt<Shape> InlineShape(
+    "lookback-inline", cl::init(Shape::kCheck), cl::desc("lookback: what each trace point inlines (docs/pass.md)"),
+    cl::values(clEnumValN(Shape::kCheck, "check",
+                          "the tracing-off test only; the record is a call (smallest code, cheapest while off)"),
+               clEnumValN(Shape::kFull, "full", "the whole fast path: timestamp, store and ring advance")));
 cl::opt<unsigned> MinInstructions("lookback-min-instructions", cl::init(0),
                                   cl::desc("lookback: skip functions without loops that have "
                                            "fewer IR instructions than this (XRay's rule; 0: "
                                            "trace every function)"));
 
-constexpr const char* kEnter = "lb_pass_enter";
-constexpr const char* kExit = "lb_pass_exit";
+// The hooks of inline_hooks.cc, by shape.
+const char* EnterHook() { return InlineShape == Shape::kFull ? "lb_pass_enter" : "lb_pass_enter_check"; }
+const char* ExitHook() { return InlineShape == Shape::kFull ? "lb_pass_exit" : "lb_pass_exit_check"; }
+constexpr const char* kAllHooks[] = {"lb_pass_enter", "lb_pass_exit", "lb_pass_enter_check", "lb_pass_exit_check"};
+// Called by the check shape: one copy per program.
+constexpr const char* kOutlined[] = {"lb_pass_enter_on", "lb_pass_exit_on"};
 
 struct Patterns {
   std::vector<GlobPattern> functions, files;
@@ -216,18 +226,26 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
     if (targets.empty()) return PreservedAnalyses::all();
     if (!LinkHooks(M)) report_fatal_error("lookback-pass: giving up", false);
 
-    Function* enter = M.getFunction(kEnter);
-    Function* exit = M.getFunction(kExit);
-    if (enter == nullptr || exit == nullptr)
-      report_fatal_error("lookback-pass: embedded hot path lacks its hooks", false);
-    for (Function* hook : {enter, exit}) {
+    SmallVector<Function*, 4> hooks;
+    for (const char* name : kAllHooks) {
+      Function* hook = M.getFunction(name);
+      if (hook == nullptr) report_fatal_error("lookback-pass: embedded hot path lacks its hooks", false);
       hook->setLinkage(GlobalValue::InternalLinkage);
       for (Instruction& i : instructions(*hook)) {
         if (auto* ra = dyn_cast<IntrinsicInst>(&i); ra && ra->getIntrinsicID() == Intrinsic::returnaddress) {
           ra->setMetadata("lookback.ra", MDNode::get(M.getContext(), {}));
         }
       }
+      hooks.push_back(hook);
     }
+    for (const char* name : kOutlined) {
+      if (Function* f = M.getFunction(name)) {
+        f->setLinkage(GlobalValue::LinkOnceODRLinkage);
+        f->setVisibility(GlobalValue::HiddenVisibility);
+      }
+    }
+    Function* enter = M.getFunction(EnterHook());
+    Function* exit = M.getFunction(ExitHook());
     BindToRuntime(M);
 
     Type* i64 = Type::getInt64Ty(M.getContext());
@@ -262,8 +280,11 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
       }
       SinkReturnAddress(*F);
     }
-    for (Function* hook : {enter, exit}) {
+    for (Function* hook : hooks) {
       if (hook->use_empty()) hook->eraseFromParent();
+    }
+    for (const char* name : kOutlined) {
+      if (Function* f = M.getFunction(name); f && f->use_empty()) f->eraseFromParent();
     }
     return PreservedAnalyses::none();
   }

@@ -173,12 +173,13 @@ cflags_of() {  # config
     gcc-pg|clang-pg) echo "-O2 -pg" ;;
     clang-xray) echo "-O2 -fxray-instrument -fxray-instruction-threshold=1" ;;
     clang-pass) echo "-O2 -fpass-plugin=$pass_so" ;;
+    clang-passfull) echo "-O2 -Xclang -load -Xclang $pass_so -fpass-plugin=$pass_so -mllvm -lookback-inline=full" ;;
   esac
 }
 configs=(gcc-plain gcc-cyg gcc-pg)
 [[ $have_clang == 1 ]] && configs+=(clang-plain clang-cyg clang-pg)
 [[ $have_xray == 1 ]] && configs+=(clang-xray)
-[[ $have_pass == 1 ]] && configs+=(clang-pass)
+[[ $have_pass == 1 ]] && configs+=(clang-pass clang-passfull)
 
 stale() {  # out in... : true when out is missing or older than an input
   local out=$1; shift
@@ -235,7 +236,7 @@ build_program() {
       [[ $cfg == clang-xray && $s == "$main_src" ]] && extra=(-Dmain=bench_program_main)
       # shellcheck disable=SC2086,SC2046
       local deps=("$s")
-      [[ $cfg == clang-pass ]] && deps+=("$pass_so")
+      [[ $cfg == clang-pass* ]] && deps+=("$pass_so")
       if stale "$o" "${deps[@]}"; then job "$o" "$(cc_of $cfg)" $(cflags_of $cfg) -w $cppflags "${extra[@]}" -c "$s"; fi
     done
   done
@@ -264,6 +265,11 @@ build_program() {
         if stale "${base}_pg" "${objs[@]}"; then job "${base}_pg" $cc -pg "${objs[@]}" $libs; fi ;;
       clang-pass)
         if stale "${base}_pass" "${objs[@]}" "$lb_so"; then job "${base}_pass" $cc "${objs[@]}" "$lb_so" $rpath $libs; fi ;;
+      clang-passfull)
+        if stale "${base}_passfull" "${objs[@]}" "$lb_so"; then
+          job "${base}_passfull" $cc "${objs[@]}" "$lb_so" $rpath $libs
+        fi
+        ;;
       clang-xray)
         if stale "${base}_xray" "${objs[@]}" "$xray_main"; then
           job "${base}_xray" clang++ -fxray-instrument "${objs[@]}" "$xray_main" $libs
@@ -282,13 +288,14 @@ add_variants() {  # name check_prefix args...
   local cc kind bin
   for cc in gcc clang; do
     [[ $cc == clang && $have_clang == 0 ]] && continue
-    for kind in plain glibc lb-off lb-on floor gprof uftrace xray-off xray-fdr pass-off pass-on; do
+    for kind in plain glibc lb-off lb-on floor gprof uftrace xray-off xray-fdr pass-off pass-on passfull-off passfull-on; do
       case $kind in
         plain) bin=plain ;; glibc) bin=glibc ;; lb-off|lb-on) bin=lookback ;; floor) bin=floor ;;
         gprof|uftrace) bin=pg ;; xray-off|xray-fdr) bin=xray ;; pass-off|pass-on) bin=pass ;;
+        passfull-off|passfull-on) bin=passfull ;;
       esac
       [[ $kind == xray-* && ( $cc != clang || $have_xray == 0 ) ]] && continue
-      [[ $kind == pass-* && ( $cc != clang || $have_pass == 0 ) ]] && continue
+      [[ $kind == pass* && ( $cc != clang || $have_pass == 0 ) ]] && continue
       { printf 'run\t%s\t%s\t%s\t%s' "$name" "$cc" "$kind" "$work/bin/${name}_${cc}_${bin}"
         printf '\t%s' "$@"; printf '\n'; } >>"$manifest"
     done
@@ -351,14 +358,15 @@ if [[ $have_pass == 1 ]] && have size; then
   echo
   echo "Code size (.text of the executable, \`size -A\`), clang: growth over the uninstrumented build"
   echo
-  echo "| program | uninstrumented | hooks (-finstrument-functions-after-inlining) | pass (goal <= +25 %) |"
-  echo "|---|---:|---:|---:|"
+  echo "| program | uninstrumented | hooks (-finstrument-functions-after-inlining) | pass (goal <= +25 %) | pass, full shape |"
+  echo "|---|---:|---:|---:|---:|"
   text_of() { size -A "$1" | awk '$1 == ".text" { print $2 }'; }
   for p in "${progs[@]}"; do
     b="$work/bin/${p}_clang"
     plain=$(text_of "${b}_plain"); hooks=$(text_of "${b}_lookback"); pass=$(text_of "${b}_pass")
-    awk -v p="$p" -v a="$plain" -v h="$hooks" -v s="$pass" 'BEGIN {
-      printf "| %s | %d | %d (%+.1f %%) | %d (%+.1f %%)%s |\n", p, a, h, 100 * (h - a) / a, s, 100 * (s - a) / a,
-             (s - a) / a <= 0.25 ? " (met)" : " (MISSED)" }'
+    full=$(text_of "${b}_passfull")
+    awk -v p="$p" -v a="$plain" -v h="$hooks" -v s="$pass" -v f="$full" 'BEGIN {
+      printf "| %s | %d | %d (%+.1f %%) | %d (%+.1f %%)%s | %d (%+.1f %%) |\n", p, a, h, 100 * (h - a) / a, s,
+             100 * (s - a) / a, (s - a) / a <= 0.25 ? " (met)" : " (MISSED)", f, 100 * (f - a) / a }'
   done
 fi

@@ -49,14 +49,22 @@ using bench::Median;
 // sleep before the flush, an 8 MiB ring of 128 x 64 KiB buffers.
 constexpr const char* kXrayFdrFlags = "func_duration_threshold_us=0 grace_period_ms=0 buffer_size=65536 buffer_max=128";
 
-// kPassOff/kPassOn: built with the clang pass (inlined trace points).
-enum Kind { kPlain, kGlibc, kLbOff, kLbOn, kFloor, kGprof, kUftrace, kXrayOff, kXrayFdr, kPassOff, kPassOn, kKinds };
+// kPassOff/kPassOn: built with the clang pass (inlined trace points);
+// kPassFull*: the same with -lookback-inline=full.
+enum Kind {
+  kPlain, kGlibc, kLbOff, kLbOn, kFloor, kGprof, kUftrace, kXrayOff, kXrayFdr, kPassOff, kPassOn, kPassFullOff,
+  kPassFullOn, kKinds
+};
 const char* const kKindKeys[kKinds] = {"plain",   "glibc",    "lb-off",   "lb-on",    "floor",  "gprof",
-                                       "uftrace", "xray-off", "xray-fdr", "pass-off", "pass-on"};
+                                       "uftrace", "xray-off", "xray-fdr", "pass-off", "pass-on", "passfull-off",
+                                       "passfull-on"};
 const char* const kKindNames[kKinds] = {"uninstrumented",        "glibc no-op hooks",     "lookback, tracing off",
                                         "lookback, tracing on",  "floor hook",            "gprof (-pg, gmon.out)",
                                         "uftrace record",        "XRay, sleds unpatched", "XRay FDR",
-                                        "lookback pass, off",    "lookback pass, on"};
+                                        "lookback pass, off",    "lookback pass, on",
+                                        "lookback pass (full), off", "lookback pass (full), on"};
+bool IsPassOn(int k) { return k == kPassOn || k == kPassFullOn; }
+bool IsPassOff(int k) { return k == kPassOff || k == kPassFullOff; }
 // Kinds whose trace points are the hook calls of the -finstrument-functions object.
 bool UsesCygObject(Kind k) { return k == kGlibc || k == kLbOff || k == kLbOn || k == kFloor; }
 
@@ -106,10 +114,12 @@ struct Runner {
         break;
       case kLbOff:
       case kPassOff:
+      case kPassFullOff:
         env = {"LOOKBACK_DIR=" + dir + "/dumps", "LOOKBACK_ENABLED=0", "LOOKBACK_DUMP_AT_EXIT=0", "LOOKBACK_QUIET=1"};
         break;
       case kLbOn:
       case kPassOn:
+      case kPassFullOn:
         env = {"LOOKBACK_DIR=" + dir + "/dumps", std::string("LOOKBACK_DUMP_AT_EXIT=") + (check ? "1" : "0"),
                "LOOKBACK_QUIET=1"};
         break;
@@ -149,8 +159,8 @@ struct Runner {
         closedir(d);
       }
     }
-    if ((v.kind == kLbOn || v.kind == kPassOn) && check) run.counted = bench::CountEntries(dir + "/dumps");  // dumps
-    if (v.kind == kLbOff || v.kind == kPassOff) run.counted = bench::CountEntries(dir + "/dumps");
+    if ((v.kind == kLbOn || IsPassOn(v.kind)) && check) run.counted = bench::CountEntries(dir + "/dumps");  // dumps
+    if (v.kind == kLbOff || IsPassOff(v.kind)) run.counted = bench::CountEntries(dir + "/dumps");
     bench::RemoveTree(dir);
     return run;
   }
@@ -261,10 +271,10 @@ int main(int argc, char** argv) {
       v.check_line = CheckLine(run.child.text, check_prefix[v.program]);
       if (v.check_line.empty()) Die(what + ": no line starting with '" + check_prefix[v.program] + "':\n" + Tail(run.child.text));
     }
-    if ((v.kind == kLbOn || v.kind == kPassOn) && run.counted < 1) {
+    if ((v.kind == kLbOn || IsPassOn(v.kind)) && run.counted < 1) {
       Die(what + ": no dump at exit: are lookback's hooks linked?");
     }
-    if ((v.kind == kLbOff || v.kind == kPassOff) && run.counted > 0) {
+    if ((v.kind == kLbOff || IsPassOff(v.kind)) && run.counted > 0) {
       Die(what + ": LOOKBACK_ENABLED=0, yet a dump was written");
     }
     if (v.kind == kFloor || v.kind == kGprof || v.kind == kUftrace || v.kind == kXrayOff || v.kind == kXrayFdr) {
@@ -393,10 +403,10 @@ int main(int argc, char** argv) {
           }
         }
         double b = NAN;
-        if (k == kLbOn || k == kPassOn) b = static_cast<double>(v.check_bytes);  // the dump at exit (check run)
+        if (k == kLbOn || IsPassOn(k)) b = static_cast<double>(v.check_bytes);  // the dump at exit (check run)
         if (k == kGprof || k == kUftrace || k == kXrayFdr) b = median_of([&](int r) { return bytes[vi][r]; });
         std::string bytes_cell = FmtBytes(b);
-        if (k == kLbOn || k == kPassOn) bytes_cell += " (dump at exit)";
+        if (k == kLbOn || IsPassOn(k)) bytes_cell += " (dump at exit)";
         printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.c_str(), kKindNames[k],
                Fmt(median_of([&](int r) { return wall[vi][r]; }), 3).c_str(),
                Fmt(median_of([&](int r) { return cpu[vi][r]; }), 3).c_str(), x_plain.c_str(),
@@ -440,8 +450,8 @@ int main(int argc, char** argv) {
   if (any_pass) {
     printf("\nThe clang pass (inlined trace points) against clang's hook front-end, medians of per-round ratios,\n");
     printf("wall / CPU (code size: bench/compare.sh prints it):\n\n");
-    printf("| program | pass off, x uninstr. (goal <= 1.05) | hooks off, x uninstr. | pass on / hooks on, added time | pass on, x uninstr. | hooks on, x uninstr. |\n");
-    printf("|---|---:|---:|---:|---:|---:|\n");
+    printf("| program | pass off, x uninstr. (goal <= 1.05) | hooks off, x uninstr. | pass on / hooks on, added time | pass on, x uninstr. | hooks on, x uninstr. | full shape off, x uninstr. | full shape on / hooks on |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& p : programs) {
       const int plain = find(p, "clang", kPlain), pon = find(p, "clang", kPassOn), on = find(p, "clang", kLbOn);
       if (plain < 0 || pon < 0) continue;
@@ -454,11 +464,14 @@ int main(int argc, char** argv) {
         if (goal) s += (w <= 1.05 && cp <= 1.05) ? " (met)" : (w <= 1.05 || cp <= 1.05) ? " (met on one clock)" : " (MISSED)";
         return s;
       };
-      const std::string ratio = on < 0 ? std::string("–")
-                                       : Fmt(added_ratio(wall, pon, on, plain), 3) + " / " +
-                                             Fmt(added_ratio(cpu, pon, on, plain), 3);
-      printf("| %s | %s | %s | %s | %s | %s |\n", p.c_str(), x_plain(kPassOff, true).c_str(), x_plain(kLbOff, false).c_str(),
-             ratio.c_str(), x_plain(kPassOn, false).c_str(), x_plain(kLbOn, false).c_str());
+      auto over_hooks = [&](int a) {
+        if (on < 0 || a < 0) return std::string("–");
+        return Fmt(added_ratio(wall, a, on, plain), 3) + " / " + Fmt(added_ratio(cpu, a, on, plain), 3);
+      };
+      printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", p.c_str(), x_plain(kPassOff, true).c_str(),
+             x_plain(kLbOff, false).c_str(), over_hooks(pon).c_str(), x_plain(kPassOn, false).c_str(),
+             x_plain(kLbOn, false).c_str(), x_plain(kPassFullOff, false).c_str(),
+             over_hooks(find(p, "clang", kPassFullOn)).c_str());
     }
   }
   return 0;

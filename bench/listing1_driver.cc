@@ -56,25 +56,30 @@ constexpr const char* kXrayFdrFlags = "func_duration_threshold_us=0 grace_period
 // executable (no PLT jump, TLS offset an immediate); kLbNoPlt*, the program
 // built with -fno-plt (the hooks called through the GOT; clang 14 ignores
 // -fno-plt for its instrumentation calls).
-// kPassOff/kPassOn: the clang pass front-end (inlined trace points), clang only.
+// kPassOff/kPassOn: the clang pass front-end (inlined trace points), clang only;
+// kPassFull*: the same with -lookback-inline=full (driver --extra).
 enum Kind {
   kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace, kGprof, kXrayOff, kXrayFdr, kPassOff, kPassOn,
-  kLbStaticOff, kLbStaticOn, kLbNoPltOff, kLbNoPltOn, kKinds
+  kLbStaticOff, kLbStaticOn, kLbNoPltOff, kLbNoPltOn, kPassFullOff, kPassFullOn, kKinds
 };
 const char* const kKindNames[kKinds] = {
     "uninstrumented",       "glibc no-op hooks",    "lookback, tracing off", "lookback, tracing on",
     "floor hook",           "uftrace record",       "gprof (-pg, gmon.out)", "XRay, sleds unpatched",
     "XRay FDR",             "lookback pass, off",   "lookback pass, on",
-    "lookback static, off", "lookback static, on",  "lookback -fno-plt, off", "lookback -fno-plt, on"};
+    "lookback static, off", "lookback static, on",  "lookback -fno-plt, off", "lookback -fno-plt, on",
+    "lookback pass (full), off", "lookback pass (full), on"};
 const char* const kKindShort[kKinds] = {"plain",    "glibc",    "lb-off",   "lb-on",   "floor",   "uftrace",
                                         "gprof",    "xray-off", "xray-fdr", "pass-off", "pass-on", "lbs-off",
-                                        "lbs-on",   "lbnoplt-off", "lbnoplt-on"};
+                                        "lbs-on",   "lbnoplt-off", "lbnoplt-on", "passfull-off", "passfull-on"};
 const char* const kSuffix[kKinds] = {"plain", "glibc", "lookback", "lookback", "floor",    "pg",       "pg",     "xray",
-                                     "xray",  "pass",  "pass",     "lbstatic", "lbstatic", "lbnoplt", "lbnoplt"};
+                                     "xray",  "pass",  "pass",     "lbstatic", "lbstatic", "lbnoplt", "lbnoplt",
+                                     "passfull", "passfull"};
 bool IsExtra(int k) { return k >= kLbStaticOff; }
-bool IsPass(int k) { return k == kPassOff || k == kPassOn; }
+bool IsPass(int k) { return k == kPassOff || k == kPassOn || k == kPassFullOff || k == kPassFullOn; }
 bool IsLookback(int k) { return k == kLbOff || k == kLbOn || IsPass(k) || k >= kLbStaticOff; }
-bool IsLookbackOn(int k) { return k == kLbOn || k == kPassOn || k == kLbStaticOn || k == kLbNoPltOn; }
+bool IsLookbackOn(int k) {
+  return k == kLbOn || k == kPassOn || k == kLbStaticOn || k == kLbNoPltOn || k == kPassFullOn;
+}
 bool IsXray(int k) { return k == kXrayOff || k == kXrayFdr; }
 // gprof's mcount runs at function entry only.
 int TracePointsPerCall(int k) { return k == kGprof ? kFunctionsPerCall : kTracePointsPerCall; }
@@ -475,17 +480,19 @@ int main(int argc, char** argv) {
       find("clang", kPassOn) >= 0) {
     printf("\nThe clang pass (inlined trace points) against the hook front-end (-finstrument-functions-after-inlining\n");
     printf("+ liblookback.so), clang, medians of per-round figures:\n\n");
-    printf("| work | pass off - uninstrumented, ns/tp (goal <= 0.25) | hooks off - uninstrumented, ns/tp | pass on / hooks on, per tp (goal <= 1.1) | pass on / floor, per tp |\n");
-    printf("|---:|---:|---:|---:|---:|\n");
+    printf("| work | pass off - uninstrumented, ns/tp (goal <= 0.25) | hooks off - uninstrumented, ns/tp | pass on / hooks on, per tp (goal <= 1.1) | pass on / floor, per tp | full shape: off, ns/tp | full shape: on / hooks on |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|\n");
     const int plain = find("clang", kPlain), poff = find("clang", kPassOff), pon = find("clang", kPassOn),
-              off = find("clang", kLbOff), on = find("clang", kLbOn), floor = find("clang", kFloor);
+              off = find("clang", kLbOff), on = find("clang", kLbOn), floor = find("clang", kFloor),
+              foff = find("clang", kPassFullOff), fon = find("clang", kPassFullOn);
     for (size_t w = 0; w < o.works.size(); ++w) {
       auto tp = [&](int vi) { return vi < 0 ? NAN : median_of([&](int r) { return tp_of(vi, plain, w, r); }); };
       auto ratio = [&](int a, int b) {
         return (a < 0 || b < 0) ? NAN : median_of([&](int r) { return tp_of(a, plain, w, r) / tp_of(b, plain, w, r); });
       };
-      printf("| %d | %s | %s | %s | %s |\n", o.works[w], verdict(tp(poff), 0.25).c_str(), Fmt(tp(off), 3).c_str(),
-             verdict(ratio(pon, on), 1.1).c_str(), Fmt(ratio(pon, floor), 3).c_str());
+      printf("| %d | %s | %s | %s | %s | %s | %s |\n", o.works[w], verdict(tp(poff), 0.25).c_str(), Fmt(tp(off), 3).c_str(),
+             verdict(ratio(pon, on), 1.1).c_str(), Fmt(ratio(pon, floor), 3).c_str(), Fmt(tp(foff), 3).c_str(),
+             Fmt(ratio(fon, on), 3).c_str());
     }
   }
 

@@ -60,7 +60,10 @@ function(lookback_instrument target)
     if(LB_NO_LINK)
       target_link_options(${target} PRIVATE "-Wl,--export-dynamic-symbol=lb_tls_ring")
     elseif(LB_STATIC)
+      # The pass refers to the runtime weakly, which pulls nothing out of an
+      # archive: ask for the slow path by name.
       target_link_libraries(${target} PRIVATE lookback::runtime_static)
+      target_link_options(${target} PRIVATE "-Wl,--undefined=lb_record_slow")
     else()
       target_link_libraries(${target} PRIVATE lookback::runtime)
     endif()

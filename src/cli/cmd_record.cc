@@ -191,6 +191,7 @@ Runner SetupRecord(CLI::App* sub) {
   };
   static const TriggerFlag kTriggerFlags[] = {
       {"--stall", "LOOKBACK_STALL", "THREAD_GLOB:DURATION: dump when such a thread writes no trace point for that long while busy"},
+      {"--exclude", "LOOKBACK_EXCLUDE", "FUNCTION_GLOB: do not record calls of matching functions (hook builds)"},
       {"--stall-idle", "LOOKBACK_STALL_IDLE", "FUNCTION_GLOB: a thread waiting inside it is idle, not stalled"},
       {"--slow-scope", "LOOKBACK_SLOW_SCOPE", "SCOPE:DURATION: dump when a scope (LOOKBACK_SCOPE) runs longer"},
       {"--slow-call", "LOOKBACK_SLOW_CALL", "FUNCTION_GLOB:DURATION: dump when a call of such a function runs longer"},

@@ -112,7 +112,7 @@ const char* const kConfigVariables[] = {
     "LOOKBACK_KEEP_EXITED", "LOOKBACK_DUMP_SIGNAL", "LOOKBACK_DUMP_AT_EXIT", "LOOKBACK_ENABLED", "LOOKBACK_QUIET",
     "LOOKBACK_STALL", "LOOKBACK_STALL_IDLE", "LOOKBACK_SLOW_SCOPE", "LOOKBACK_SLOW_CALL", "LOOKBACK_CRASH",
     "LOOKBACK_POST_TRIGGER", "LOOKBACK_WINDOW", "LOOKBACK_RATE_LIMIT", "LOOKBACK_COOLDOWN", "LOOKBACK_MAX_DUMPS",
-    "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", nullptr};
+    "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", "LOOKBACK_EXCLUDE", nullptr};
 
 bool ParseDuration(const std::string& raw, uint64_t* ns) {
   std::string t = Trim(raw);
@@ -304,6 +304,7 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
   parse_watches("LOOKBACK_SLOW_SCOPE", &c.slow_scope);
   parse_watches("LOOKBACK_SLOW_CALL", &c.slow_call);
   if (const char* v = getenv_fn("LOOKBACK_STALL_IDLE"); v && *v) c.stall_idle = SplitList(v);
+  if (const char* v = getenv_fn("LOOKBACK_EXCLUDE"); v && *v) c.exclude = SplitList(v);
   auto parse_duration = [&](const char* var, uint64_t* field, const char* fallback) {
     if (const char* v = getenv_fn(var); v && *v) {
       if (!ParseDuration(v, field)) bad(var, v, std::string("is not a duration (examples: 100ms, 2s); using ") + fallback);

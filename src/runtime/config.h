@@ -33,6 +33,7 @@ struct Config {
 
   // Triggers and their policy (docs/triggers.md).
   std::vector<Watch> stall;                // LOOKBACK_STALL: thread glob : no trace point for this long
+  std::vector<std::string> exclude;        // LOOKBACK_EXCLUDE: function globs whose calls are not recorded (hooks)
   std::vector<std::string> stall_idle;     // LOOKBACK_STALL_IDLE: function globs where a thread is idle
   std::vector<Watch> slow_scope;           // LOOKBACK_SLOW_SCOPE: scope name : longest allowed
   std::vector<Watch> slow_call;            // LOOKBACK_SLOW_CALL: function glob : longest allowed

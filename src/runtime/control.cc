@@ -27,6 +27,7 @@
 
 #include <sys/syscall.h>
 
+#include "runtime/exclude.h"
 #include "runtime/runtime.h"
 #include "runtime/triggers.h"
 
@@ -129,6 +130,10 @@ void ServeClient(int fd) {
   }
 }
 
+// How often the control thread looks for newly loaded modules when
+// LOOKBACK_EXCLUDE is set (functions of a dlopen'ed library are recorded until then).
+constexpr uint64_t kExcludeRecheckNs = 1000000000;
+
 void* ControlMain(void*) {
   MarkControlThread();
   g_control_tid.store(static_cast<uint32_t>(syscall(SYS_gettid)));
@@ -142,7 +147,9 @@ void* ControlMain(void*) {
     uint64_t next_dump_ns = 0;
     for (const Trigger& t : TakeDueDumps(now, &next_dump_ns)) WriteDump(t);
     now = MonotonicNs();
+    RefreshExcludesIfModulesChanged(now, kExcludeRecheckNs);  // modules loaded since: new functions to exclude
     uint64_t wake_at = detectors ? next_tick_ns : 0;
+    if (!R().config.exclude.empty() && (wake_at == 0 || wake_at > now + kExcludeRecheckNs)) wake_at = now + kExcludeRecheckNs;
     if (next_dump_ns != 0 && (wake_at == 0 || next_dump_ns < wake_at)) wake_at = next_dump_ns;
     const int timeout_ms = wake_at == 0 ? -1 : wake_at <= now ? 0 : static_cast<int>((wake_at - now + 999999) / 1000000);
     pollfd fds[2] = {{c.wake_fd, POLLIN, 0}, {c.listen_fd, POLLIN, 0}};

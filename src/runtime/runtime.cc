@@ -1,6 +1,7 @@
 // Per-thread recorder state: thread setup on the first trace point, the slow
 // path of a record, thread exit, retention, fork, and the public C API.
 #include "runtime/runtime.h"
+#include "runtime/exclude.h"
 #include "runtime/triggers.h"
 
 #include <dlfcn.h>
@@ -251,6 +252,7 @@ void Initialise() {
   atexit(AtExit);
   InstallDumpSignal();
   if (rt->config.crash) InstallCrashHandlers();
+  RefreshExcludes();  // before this thread's first record: excluded calls are never recorded
 }
 
 }  // namespace

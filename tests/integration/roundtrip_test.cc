@@ -95,6 +95,71 @@ INSTANTIATE_TEST_SUITE_P(Compilers, RoundTrip,
                                            Variant{"roundtrip-pass-unexported", 4, false}),
                          Name);
 
+// LOOKBACK_EXCLUDE / `record --exclude`: the run-time filter for hook builds
+// that cannot exclude at compile time (clang's -finstrument-functions). The
+// dump holds exactly the ground truth minus the excluded function's calls.
+TEST(RuntimeExclude, DropsExactlyTheExcludedFunctionsCalls) {
+  const std::string prog = Program("roundtrip-clang-O2");
+  struct stat st;
+  if (stat(prog.c_str(), &st) != 0) GTEST_SKIP() << prog << " not built (compiler missing)";
+  const std::string dir = FreshDir("runtime-exclude");
+  const std::string gt = dir + "/ground-truth.txt";
+  RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--exclude", "*f3*", "--exclude", "f5", "--",
+                            prog, "2", "300", "11", gt});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  RunResult ev = RunProgram({Cli(), "events", dumps[0]});
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  EXPECT_EQ(ev.out.find("f3("), std::string::npos);
+  EXPECT_EQ(ev.out.find("f5("), std::string::npos);
+  EXPECT_NE(ev.out.find("f4("), std::string::npos);
+
+  // Which keys are f3 and f5: the ground truth names them by address, and the
+  // CLI's symbolized events map addresses to names.
+  std::set<uint64_t> excluded_keys, kept_keys;
+  format::Dump d = MustOpen(dumps[0]);
+  const auto truth = GroundTruth(gt);
+  std::set<uint64_t> all;
+  for (const auto& [tid, evs] : truth) {
+    for (const auto& e : evs) all.insert(e.key);
+  }
+  std::set<uint64_t> in_dump;
+  const auto decoded = DumpEvents(d);
+  for (const auto& [tid, evs] : decoded) {
+    for (const auto& e : evs) in_dump.insert(e.key);
+  }
+  for (uint64_t k : all) (in_dump.count(k) ? kept_keys : excluded_keys).insert(k);
+  EXPECT_EQ(excluded_keys.size(), 2u);  // f3 and f5, and nothing else
+  EXPECT_EQ(kept_keys.size(), 6u);
+  for (const auto& [tid, evs] : truth) {
+    std::vector<TEvent> want, got;
+    for (const auto& e : evs) {
+      if (kept_keys.count(e.key)) want.push_back(e);
+    }
+    ASSERT_TRUE(decoded.count(tid));
+    for (const auto& e : decoded.at(tid)) {
+      if (all.count(e.key)) got.push_back(e);
+    }
+    EXPECT_EQ(got, want) << "thread " << tid;
+  }
+}
+
+TEST(RuntimeExclude, PatternMatchingNothingIsReportedAndRecordsEverything) {
+  const std::string prog = Program("roundtrip-clang-O2");
+  struct stat st;
+  if (stat(prog.c_str(), &st) != 0) GTEST_SKIP() << prog << " not built (compiler missing)";
+  const std::string dir = FreshDir("runtime-exclude-none");
+  RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--exclude", "no_such_function_*", "--", prog,
+                            "1", "50", "3", dir + "/gt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("LOOKBACK_EXCLUDE: no function of the loaded modules matches"), std::string::npos) << r.err;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u);
+  RunResult ev = RunProgram({Cli(), "events", dumps[0]});
+  EXPECT_NE(ev.out.find("f3("), std::string::npos);
+}
+
 TEST(RingWrap, KeepsExactlyTheNewestRecords) {
   const std::string prog = Program("roundtrip-gcc-O2");
   const std::string dir = FreshDir("ring-wrap");

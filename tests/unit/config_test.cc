@@ -92,6 +92,13 @@ TEST(Config, SplitsThreadPatternsOnCommas) {
   EXPECT_EQ(c.thread_patterns, (std::vector<std::string>{"main", "worker-*", "io"}));
 }
 
+TEST(Config, ExcludeListSplitsOnCommas) {
+  std::vector<ConfigProblem> problems;
+  Config c = Parse({{"LOOKBACK_EXCLUDE", "json::*, *::size,,log_*"}}, &problems);
+  EXPECT_EQ(c.exclude, (std::vector<std::string>{"json::*", "*::size", "log_*"}));
+  EXPECT_TRUE(problems.empty());
+}
+
 
 TEST(Config, ParsesDurationsWithUnitsAndBareMilliseconds) {
   uint64_t ns = 0;

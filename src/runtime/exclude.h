@@ -1,0 +1,43 @@
+// Run-time exclusion filter for the hook front-end (LOOKBACK_EXCLUDE,
+// `lookback record --exclude`): calls of matching functions are not recorded.
+//
+// It exists for builds that cannot exclude at compile time: clang's
+// -finstrument-functions has no exclude lists (gcc's does; the clang pass has
+// -lookback-exclude), and programs built by someone else. The hooks still
+// run for an excluded function; what is saved is the record (the timestamp
+// and the ring space), not the call.
+//
+// The set is an immutable open-addressing table of function addresses,
+// published through one atomic pointer (nullptr: no filter). Writers (the
+// runtime's initialisation, then the control thread when modules are loaded)
+// build a new table and publish it; old tables are never freed, since a hook
+// may still be reading one, and they are only replaced when modules change.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#define LOOKBACK_EXCLUDE_HOT inline __attribute__((always_inline, no_instrument_function))
+
+namespace lookback::rt {
+
+// table[0] = slot mask; table[1 .. mask + 1] = keys, 0 = empty.
+extern std::atomic<const uint64_t*> g_exclude_table;
+
+LOOKBACK_EXCLUDE_HOT bool Excluded(const uint64_t* table, uint64_t key) {
+  const uint64_t mask = table[0];
+  for (uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> 40;; ++i) {
+    const uint64_t k = table[1 + (i & mask)];
+    if (k == key) return true;
+    if (k == 0) return false;
+  }
+}
+
+// Resolves LOOKBACK_EXCLUDE against the loaded modules and publishes the
+// table (an empty match publishes nothing). Not on any trace-point path.
+void RefreshExcludes() __attribute__((no_instrument_function));
+// Calls RefreshExcludes() if modules were loaded or unloaded since the last
+// call and at least `min_interval_ns` has passed. For the control thread.
+void RefreshExcludesIfModulesChanged(uint64_t now_ns, uint64_t min_interval_ns) __attribute__((no_instrument_function));
+
+}  // namespace lookback::rt

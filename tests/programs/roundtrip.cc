@@ -11,43 +11,11 @@
 
 namespace {
 
-GT_NOINST inline uint32_t Next(uint32_t* s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 17;
-  *s ^= *s << 5;
-  return *s;
-}
-
-volatile int sink;
-using Fn = void (*)(int, uint32_t*);
-extern Fn const kTable[8];
-
-#define DEFINE_FN(name)                                   \
-  GT_NOINLINE void name(int depth, uint32_t* seed) {      \
-    GT_ENTER(name);                                       \
-    sink = sink + depth;                                  \
-    if (depth > 0) {                                      \
-      const int kids = static_cast<int>(Next(seed) % 4);  \
-      for (int i = 0; i < kids; ++i) {                    \
-        kTable[Next(seed) % 8](depth - 1, seed);          \
-      }                                                   \
-    }                                                     \
-    GT_EXIT(name);                                        \
-  }
-
-DEFINE_FN(f0)
-DEFINE_FN(f1)
-DEFINE_FN(f2)
-DEFINE_FN(f3)
-DEFINE_FN(f4)
-DEFINE_FN(f5)
-DEFINE_FN(f6)
-DEFINE_FN(f7)
-Fn const kTable[8] = {f0, f1, f2, f3, f4, f5, f6, f7};
+#include "call_tree.h"
 
 GT_NOINLINE void Worker(int calls, uint32_t seed) {
   gt_me();  // register before the first logged call
-  for (int i = 0; i < calls; ++i) kTable[Next(&seed) % 8](5, &seed);
+  for (int i = 0; i < calls; ++i) table[next_rand(&seed) % 8](5, &seed);
 }
 
 }  // namespace

@@ -134,7 +134,20 @@ void ServeClient(int fd) {
 // LOOKBACK_EXCLUDE is set (functions of a dlopen'ed library are recorded until then).
 constexpr uint64_t kExcludeRecheckNs = 1000000000;
 
+// Held by the control thread whenever it is not asleep in poll(), and taken by
+// fork() (pthread_atfork), so a fork never copies the control thread in the
+// middle of its work: the child would inherit whatever it held (a malloc
+// lock under allocators without fork handlers, ASan's among them; a static
+// initialisation guard) and its first thread to need it would hang. A fork
+// may wait for a dump being written.
+pthread_mutex_t g_busy = PTHREAD_MUTEX_INITIALIZER;
+
+void ForkPrepare() { pthread_mutex_lock(&g_busy); }
+void ForkParent() { pthread_mutex_unlock(&g_busy); }
+void ForkChild() { pthread_mutex_init(&g_busy, nullptr); }  // the control thread did not survive
+
 void* ControlMain(void*) {
+  pthread_mutex_lock(&g_busy);
   MarkControlThread();
   g_control_tid.store(static_cast<uint32_t>(syscall(SYS_gettid)));
   Control& c = C();
@@ -153,9 +166,12 @@ void* ControlMain(void*) {
     if (next_dump_ns != 0 && (wake_at == 0 || next_dump_ns < wake_at)) wake_at = next_dump_ns;
     const int timeout_ms = wake_at == 0 ? -1 : wake_at <= now ? 0 : static_cast<int>((wake_at - now + 999999) / 1000000);
     pollfd fds[2] = {{c.wake_fd, POLLIN, 0}, {c.listen_fd, POLLIN, 0}};
+    pthread_mutex_unlock(&g_busy);
     const int n = poll(fds, c.listen_fd >= 0 ? 2 : 1, timeout_ms);
+    pthread_mutex_lock(&g_busy);
     if (n < 0) {
       if (errno == EINTR) continue;
+      pthread_mutex_unlock(&g_busy);
       return nullptr;
     }
     Trigger crash;
@@ -205,6 +221,11 @@ void EnsureControlThread() {
   if (c.wake_fd < 0) c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   g_wake_fd.store(c.wake_fd);
   c.listen_fd = OpenListenSocket(R().pid);
+  static bool fork_handlers = false;  // once per process image: a forked child inherits them
+  if (!fork_handlers) {
+    fork_handlers = true;
+    pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+  }
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

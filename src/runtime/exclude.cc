@@ -9,7 +9,7 @@
 
 namespace lookback::rt {
 
-std::atomic<const uint64_t*> g_exclude_table{nullptr};
+const uint64_t* g_exclude_table = nullptr;
 
 namespace {
 
@@ -50,7 +50,7 @@ void RefreshExcludes() {
     said = true;
     return;
   }
-  g_exclude_table.store(BuildTable(fns), std::memory_order_release);  // the previous table is left to readers
+  __atomic_store_n(&g_exclude_table, BuildTable(fns), __ATOMIC_RELEASE);  // the previous table is left to readers
 }
 
 void RefreshExcludesIfModulesChanged(uint64_t now_ns, uint64_t min_interval_ns) {

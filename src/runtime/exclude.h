@@ -14,15 +14,19 @@
 // may still be reading one, and they are only replaced when modules change.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #define LOOKBACK_EXCLUDE_HOT inline __attribute__((always_inline, no_instrument_function))
 
 namespace lookback::rt {
 
-// table[0] = slot mask; table[1 .. mask + 1] = keys, 0 = empty.
-extern std::atomic<const uint64_t*> g_exclude_table;
+// table[0] = slot mask; table[1 .. mask + 1] = keys, 0 = empty. Accessed
+// with __atomic builtins, not std::atomic: in an unoptimised build
+// std::atomic's member functions are out-of-line template instances, and an
+// instrumented program's copy of them would call the hook that calls them.
+extern const uint64_t* g_exclude_table;
+
+LOOKBACK_EXCLUDE_HOT const uint64_t* ExcludeTable() { return __atomic_load_n(&g_exclude_table, __ATOMIC_ACQUIRE); }
 
 LOOKBACK_EXCLUDE_HOT bool Excluded(const uint64_t* table, uint64_t key) {
   const uint64_t mask = table[0];

@@ -370,8 +370,8 @@ void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t cal
       // the clang pass whose lb_tls_ring is not exported, so the preloaded
       // runtime could not bind to it. Record correctly, but every trace point
       // comes through here.
-      static std::atomic<bool> said{false};
-      if (!said.exchange(true, std::memory_order_relaxed)) {
+      static bool said = false;  // __atomic, not std::atomic: see exclude.h
+      if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED)) {
         SayOnce("this program's inlined trace points cannot see lookback's thread state, so every trace point "
                 "takes the slow path; link it with -Wl,--export-dynamic-symbol=lb_tls_ring (docs/pass.md)");
       }

@@ -15,7 +15,7 @@ namespace {
 LOOKBACK_HOT void FilteredRecord(bool exit, uint64_t key, uint64_t call_site) {
   lookback::rt::Ring* r = lb_tls_ring;
   if (__builtin_expect(r == nullptr, 0)) return;
-  const uint64_t* excluded = lookback::rt::g_exclude_table.load(std::memory_order_acquire);
+  const uint64_t* excluded = lookback::rt::ExcludeTable();
   if (__builtin_expect(excluded != nullptr, 0) && lookback::rt::Excluded(excluded, key)) return;
   lookback::rt::RecordAt(r, exit, key, __rdtsc(), call_site);
 }

@@ -14,6 +14,7 @@
 //   -> "PING\n"               <- "OK <pid> <process name>\n"
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -141,13 +142,20 @@ constexpr uint64_t kExcludeRecheckNs = 1000000000;
 // initialisation guard) and its first thread to need it would hang. A fork
 // may wait for a dump being written.
 pthread_mutex_t g_busy = PTHREAD_MUTEX_INITIALIZER;
+// Set once the control thread holds g_busy: before that it is still being
+// set up by the C library (or a sanitizer), which allocates.
+bool g_control_running = false;
 
 void ForkPrepare() { pthread_mutex_lock(&g_busy); }
 void ForkParent() { pthread_mutex_unlock(&g_busy); }
-void ForkChild() { pthread_mutex_init(&g_busy, nullptr); }  // the control thread did not survive
+void ForkChild() {  // the control thread did not survive
+  pthread_mutex_init(&g_busy, nullptr);
+  __atomic_store_n(&g_control_running, false, __ATOMIC_RELAXED);
+}
 
 void* ControlMain(void*) {
   pthread_mutex_lock(&g_busy);
+  __atomic_store_n(&g_control_running, true, __ATOMIC_RELEASE);
   MarkControlThread();
   g_control_tid.store(static_cast<uint32_t>(syscall(SYS_gettid)));
   Control& c = C();
@@ -243,6 +251,9 @@ void EnsureControlThread() {
     Say(std::string("cannot start the control thread: ") + strerror(rc) + "; dumps only at exit or via lb_dump_sync");
     return;
   }
+  // Until the new thread holds g_busy, a fork could copy it halfway through
+  // its start-up (allocations included): wait for it, once per process.
+  while (!__atomic_load_n(&g_control_running, __ATOMIC_ACQUIRE)) sched_yield();
   pthread_setname_np(t, "lookback");
 }
 

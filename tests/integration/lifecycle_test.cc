@@ -111,6 +111,16 @@ TEST(Threads, PatternSelectsThreadsThatRenameThemselves) {
   EXPECT_EQ(Count(Frames(d, *FindThread(d, "worker-1")), "worker_loop"), 1);
 }
 
+// A fork never copies the control thread in the middle of its work (dumps,
+// allocations, static initialisers): every child runs and exits. The ASan
+// stage of CI makes this bite (ASan's allocator has no fork handlers).
+TEST(Process, ForksWhileTheControlThreadWritesDumpsNeverHangTheChild) {
+  Outcome o = Record("fork-storm", {Program("lifecycle-gcc"), "fork-storm", "150"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  EXPECT_NE(o.run.out.find("fork-storm 150 children"), std::string::npos) << o.run.out;
+  EXPECT_GE(o.dumps.size(), 2u);  // signal dumps happened meanwhile
+}
+
 TEST(Process, ForkChildWritesItsOwnDump) {
   Outcome o = Record("fork", {Program("lifecycle-gcc"), "fork"});
   ASSERT_EQ(o.run.exit_code, 0) << o.run.err;

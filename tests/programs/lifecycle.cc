@@ -1,6 +1,7 @@
 // One instrumented program, several process-life scenarios:
 //   lifecycle short-threads N   N short-lived named threads, one after another
 //   lifecycle fork              parent and child both trace after fork()
+//   lifecycle fork-storm N      N forks while the control thread writes dumps
 //   lifecycle exceptions        C++ exceptions thrown through three frames
 //   lifecycle longjmp           longjmp out of three frames
 //   lifecycle signals           a 10 kHz timer signal whose handler is traced
@@ -109,6 +110,36 @@ int main(int argc, char** argv) {
     waitpid(pid, &status, 0);
     parent_work();
     printf("parent %d child %d status %d\n", getpid(), pid, status);
+  } else if (mode_is("fork-storm")) {
+    // ARG forks while the control thread is kept busy writing dumps (the dump
+    // signal, once per fork): every child must get going, allocate and exit.
+    for (int i = 0; i < arg; ++i) {
+      parent_work();
+      kill(getpid(), SIGUSR2);
+      pid_t pid = fork();
+      if (pid == 0) {
+        for (size_t size = 8; size <= 4096; size += 8) {  // every small size class of any allocator
+          void* volatile p = malloc(size);
+          free(p);
+        }
+        child_work();
+        _exit(0);
+      }
+      int status = -1;
+      for (int waited_ms = 0; waitpid(pid, &status, WNOHANG) == 0; ++waited_ms) {
+        if (waited_ms == 10000) {
+          kill(pid, SIGKILL);
+          fprintf(stderr, "fork-storm: child %d of %d hung\n", i, arg);
+          return 3;
+        }
+        usleep(1000);
+      }
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "fork-storm: child %d of %d failed (status %d)\n", i, arg, status);
+        return 4;
+      }
+    }
+    printf("fork-storm %d children\n", arg);
   } else if (mode_is("exceptions")) {
     for (int i = 0; i < 3; ++i) {
       try {

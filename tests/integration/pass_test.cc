@@ -109,5 +109,24 @@ TEST(Pass, ExcludesByNameNamespaceFileAndSkipsSmallFunctionsWithoutLoops) {
   EXPECT_EQ(fns.count("tiny()"), 0u);                   // -lookback-min-instructions=40
 }
 
+TEST(Pass, BadExcludePatternStopsTheCompilationWithAClearError) {
+  if (std::string(LOOKBACK_PASS_PLUGIN).empty() || std::string(LOOKBACK_TEST_CLANGXX).empty()) {
+    GTEST_SKIP() << "no pass plugin or clang";
+  }
+  const std::string dir = FreshDir("pass-bad-pattern");
+  const std::string src = dir + "/t.cc";
+  FILE* f = fopen(src.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("int main() { return 0; }\n", f);
+  fclose(f);
+  const std::string plugin = LOOKBACK_PASS_PLUGIN;
+  RunResult r =
+      RunProgram({LOOKBACK_TEST_CLANGXX, "-O2", "-Xclang", "-load", "-Xclang", plugin, "-fpass-plugin=" + plugin,
+                  "-mllvm", "-lookback-exclude=[oops", "-c", src, "-o", dir + "/t.o"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("lookback-pass: bad pattern '[oops'"), std::string::npos) << r.err;
+  EXPECT_NE(access((dir + "/t.o").c_str(), F_OK), 0) << "no object file is left behind";
+}
+
 }  // namespace
 }  // namespace lookback::testing

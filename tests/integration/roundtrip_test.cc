@@ -160,6 +160,25 @@ TEST(RuntimeExclude, PatternMatchingNothingIsReportedAndRecordsEverything) {
   EXPECT_NE(ev.out.find("f3("), std::string::npos);
 }
 
+// A library loaded after start is resolved again by the control thread
+// (about once a second): its calls are recorded until then, never after.
+TEST(RuntimeExclude, ReachesALibraryLoadedAfterStart) {
+  const std::string prog = Program("dlopen-exclude");
+  struct stat st;
+  if (stat(prog.c_str(), &st) != 0) GTEST_SKIP() << prog << " not built (compiler missing)";
+  const std::string dir = FreshDir("runtime-exclude-dlopen");
+  RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--exclude", "plugin_work", "--", prog,
+                            Program("libdlopen_plugin.so"), "2500"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  RunResult ev = RunProgram({Cli(), "events", dumps[0]});
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  const size_t marker = ev.out.find("marker_after_wait");
+  ASSERT_NE(marker, std::string::npos) << "the program's own calls are recorded";
+  EXPECT_EQ(ev.out.find("plugin_work", marker), std::string::npos) << "plugin_work recorded after the re-resolution";
+}
+
 TEST(RingWrap, KeepsExactlyTheNewestRecords) {
   const std::string prog = Program("roundtrip-gcc-O2");
   const std::string dir = FreshDir("ring-wrap");

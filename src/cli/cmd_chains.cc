@@ -9,6 +9,7 @@
 
 #include "analyses/chains.h"
 #include "cli/commands.h"
+#include "cli/opened_dump.h"
 #include "cli/progress.h"
 #include "cli/table.h"
 #include "format/reader.h"
@@ -138,25 +139,13 @@ int Run(const ChainsOptions& o) {
   co.top = o.top;
   if (!analyses::ParseChainRank(o.rank, &co.rank)) return Fail("unknown rank '" + o.rank + "' (time or depth)"), kExitUsage;
   if (o.format != "text" && o.format != "json") return Fail("unknown format '" + o.format + "' (text or json)"), kExitUsage;
-  if (!o.window.empty()) {  // a bad window is a usage error, found before the dump is read
-    bool relative = false;
-    std::optional<int64_t> a, b;
-    if (std::string err = model::ParseWindow(o.window, &relative, &a, &b); !err.empty()) return Fail(err), kExitUsage;
-  }
-  auto opened = format::Dump::Open(o.path);
-  if (!opened.ok()) return Fail(o.path + ": " + opened.error().ToString()), kExitError;
-  const format::Dump& d = opened.value();
-  symbolize::Symbolizer sym(d, o.symbols);
-  for (const auto& p : sym.problems()) Fail("symbols: " + p);
-  model::WalkOptions wo;
-  wo.thread = o.thread;
-  if (std::string err = model::ResolveWindow(d, o.window, &wo); !err.empty()) return Fail(err), kExitUsage;
-  Progress progress("finding chains");
-  wo.progress = &Progress::Callback;
-  wo.progress_ctx = &progress;
+  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+  OpenedDump od;
+  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window); rc != kExitOk) return rc;
   analyses::ChainsBuilder builder(co);
-  model::WalkResult res = model::Walk(d, sym, wo, builder);
-  progress.Done();
+  const model::WalkOptions& wo = od.Walking("finding chains");
+  model::WalkResult res = model::Walk(od.dump(), od.symbols(), wo, builder);
+  od.Done();
   if (!res.error.empty()) return Fail(res.error), kExitError;
   analyses::ChainsResult r = builder.Take();
   // Frames still running at the end were cut by the dump unless --window ended first.

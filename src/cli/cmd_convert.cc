@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/opened_dump.h"
 #include "cli/progress.h"
 #include "exporters/exporters.h"
 #include "format/reader.h"
@@ -26,33 +27,14 @@ int Run(const ConvertOptions& o) {
     for (const auto& e : exporters::Exporters()) names += std::string(names.empty() ? "" : ", ") + e.name;
     return Fail("unknown format '" + o.to + "' (one of: " + names + ")"), kExitUsage;
   }
-  model::WalkOptions wo;
-  wo.thread = o.thread;
-  {  // a bad window is a usage error, found before the dump is read
-    bool relative = false;
-    std::optional<int64_t> a, b;
-    if (!o.window.empty()) {
-      std::string err = model::ParseWindow(o.window, &relative, &a, &b);
-      if (!err.empty()) return Fail(err), kExitUsage;
-    }
-  }
-  auto r = format::Dump::Open(o.path);
-  if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
-  const format::Dump& d = r.value();
-  symbolize::Symbolizer sym(d, o.symbols);
-  if (!o.quiet) {
-    for (const auto& p : sym.problems()) Fail("symbols: " + p);
-  }
-  if (std::string err = model::ResolveWindow(d, o.window, &wo); !err.empty()) return Fail(err), kExitUsage;
+  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+  OpenedDump od;
+  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window, o.quiet); rc != kExitOk) return rc;
   exporters::ExportOptions eo;
   eo.out = o.out;
   auto sink = ex->make(eo);
-  const std::string label = "converting to " + o.to;  // outlives the bar, which keeps the pointer
-  Progress progress(label.c_str());
-  wo.progress = &Progress::Callback;
-  wo.progress_ctx = &progress;
-  model::WalkResult res = model::Walk(d, sym, wo, *sink);
-  progress.Done();
+  model::WalkResult res = model::Walk(od.dump(), od.symbols(), od.Walking("converting to " + o.to), *sink);
+  od.Done();
   if (!res.error.empty()) return Fail(res.error), kExitError;
   if (!o.quiet) {
     uint64_t slices = 0, cut = 0, unwound = 0, open = 0, lost = 0, undecodable = 0;

@@ -9,6 +9,7 @@
 
 #include "analyses/report.h"
 #include "cli/commands.h"
+#include "cli/opened_dump.h"
 #include "cli/progress.h"
 #include "cli/table.h"
 #include "format/reader.h"
@@ -28,20 +29,11 @@ struct DiffOptions {
 
 // Reads one side. Returns an exit code (kExitOk on success).
 int Load(const DiffOptions& o, const std::string& path, analyses::Report* out) {
-  auto opened = format::Dump::Open(path);
-  if (!opened.ok()) return Fail(path + ": " + opened.error().ToString()), kExitError;
-  const format::Dump& d = opened.value();
-  symbolize::Symbolizer sym(d, o.symbols);
-  for (const auto& p : sym.problems()) Fail(path + ": symbols: " + p);
-  model::WalkOptions wo;
-  wo.thread = o.thread;
-  if (std::string err = model::ResolveWindow(d, o.window, &wo); !err.empty()) return Fail(err), kExitUsage;
-  const std::string what = "reading " + path;  // Progress keeps the pointer
-  Progress progress(what.c_str());
-  wo.progress = &Progress::Callback;
-  wo.progress_ctx = &progress;
-  std::string err = analyses::ReportDump(d, sym, wo, analyses::ReportOptions{}, out);
-  progress.Done();
+  OpenedDump od;
+  if (int rc = od.Open(path, o.symbols, o.thread, o.window, false, path + ": "); rc != kExitOk) return rc;
+  std::string err =
+      analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reading " + path), analyses::ReportOptions{}, out);
+  od.Done();
   if (!err.empty()) return Fail(path + ": " + err), kExitError;
   return kExitOk;
 }
@@ -146,11 +138,7 @@ int Run(const DiffOptions& o) {
     return Fail("unknown sort key '" + o.sort + "' (self, inclusive, avg or calls)"), kExitUsage;
   if (o.format != "table" && o.format != "json" && o.format != "csv")
     return Fail("unknown format '" + o.format + "' (table, json or csv)"), kExitUsage;
-  if (!o.window.empty()) {  // a bad window is a usage error, found before the dumps are read
-    bool relative = false;
-    std::optional<int64_t> s, e;
-    if (std::string err = model::ParseWindow(o.window, &relative, &s, &e); !err.empty()) return Fail(err), kExitUsage;
-  }
+  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
   analyses::Report ra, rb;
   if (int rc = Load(o, o.a, &ra); rc != kExitOk) return rc;
   if (int rc = Load(o, o.b, &rb); rc != kExitOk) return rc;

@@ -6,6 +6,7 @@
 
 #include "analyses/signatures.h"
 #include "cli/commands.h"
+#include "cli/opened_dump.h"
 #include "cli/progress.h"
 #include "exporters/json_util.h"
 #include "format/reader.h"
@@ -109,31 +110,16 @@ std::string Json(const analyses::SignatureMatcher& m, const format::Dump& d, con
 
 int Run(const MatchOptions& o) {
   if (o.format != "table" && o.format != "json") return Fail("unknown --format '" + o.format + "' (table or json)"), kExitUsage;
-  model::WalkOptions wo;
-  wo.thread = o.thread;
-  if (!o.window.empty()) {  // a bad window is a usage error, found before the dump is read
-    bool relative = false;
-    std::optional<int64_t> a, b;
-    if (std::string err = model::ParseWindow(o.window, &relative, &a, &b); !err.empty()) return Fail(err), kExitUsage;
-  }
+  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
   analyses::SignatureFile file = analyses::LoadSignatures(o.signatures);
   if (!file.error.empty()) return Fail(file.error), kExitUsage;
-  auto r = format::Dump::Open(o.path);
-  if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
-  const format::Dump& d = r.value();
-  symbolize::Symbolizer sym(d, o.symbols);
-  if (!o.quiet) {
-    for (const auto& p : sym.problems()) Fail("symbols: " + p);
-  }
-  if (std::string err = model::ResolveWindow(d, o.window, &wo); !err.empty()) return Fail(err), kExitUsage;
+  OpenedDump od;
+  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window, o.quiet); rc != kExitOk) return rc;
   analyses::SignatureMatcher matcher(std::move(file.signatures));
-  Progress progress("matching");
-  wo.progress = &Progress::Callback;
-  wo.progress_ctx = &progress;
-  model::WalkResult res = model::Walk(d, sym, wo, matcher);
-  progress.Done();
+  model::WalkResult res = model::Walk(od.dump(), od.symbols(), od.Walking("matching"), matcher);
+  od.Done();
   if (!res.error.empty()) return Fail(res.error), kExitError;
-  const std::string text = o.format == "json" ? Json(matcher, d, o.path) : Table(matcher);
+  const std::string text = o.format == "json" ? Json(matcher, od.dump(), o.path) : Table(matcher);
   fwrite(text.data(), 1, text.size(), stdout);
   if (!o.quiet && o.format == "table") {
     uint64_t lost = 0;

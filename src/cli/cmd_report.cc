@@ -9,6 +9,7 @@
 
 #include "analyses/report.h"
 #include "cli/commands.h"
+#include "cli/opened_dump.h"
 #include "cli/progress.h"
 #include "cli/table.h"
 #include "format/reader.h"
@@ -143,25 +144,13 @@ int Run(const ReportOptions& o) {
     return Fail("unknown sort key '" + o.sort + "' (self, inclusive, calls, max, avg or name)"), kExitUsage;
   if (o.format != "table" && o.format != "json" && o.format != "csv")
     return Fail("unknown format '" + o.format + "' (table, json or csv)"), kExitUsage;
-  if (!o.window.empty()) {  // a bad window is a usage error, found before the dump is read
-    bool relative = false;
-    std::optional<int64_t> a, b;
-    if (std::string err = model::ParseWindow(o.window, &relative, &a, &b); !err.empty()) return Fail(err), kExitUsage;
-  }
-  auto opened = format::Dump::Open(o.path);
-  if (!opened.ok()) return Fail(o.path + ": " + opened.error().ToString()), kExitError;
-  const format::Dump& d = opened.value();
-  symbolize::Symbolizer sym(d, o.symbols);
-  for (const auto& p : sym.problems()) Fail("symbols: " + p);
-  model::WalkOptions wo;
-  wo.thread = o.thread;
-  if (std::string err = model::ResolveWindow(d, o.window, &wo); !err.empty()) return Fail(err), kExitUsage;
-  Progress progress("reporting");
-  wo.progress = &Progress::Callback;
-  wo.progress_ctx = &progress;
+  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+  OpenedDump od;
+  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window); rc != kExitOk) return rc;
   analyses::Report report;
-  std::string err = analyses::ReportDump(d, sym, wo, analyses::ReportOptions{o.per_thread}, &report);
-  progress.Done();
+  std::string err = analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reporting"),
+                                         analyses::ReportOptions{o.per_thread}, &report);
+  od.Done();
   if (!err.empty()) return Fail(err), kExitError;
 
   std::vector<analyses::FunctionStats> rows = report.functions;

@@ -6,6 +6,7 @@
 
 #include "analyses/sql.h"
 #include "cli/commands.h"
+#include "cli/opened_dump.h"
 #include "cli/progress.h"
 #include "format/reader.h"
 #include "model/walk.h"
@@ -21,28 +22,14 @@ struct SqlOptions {
 };
 
 int Run(const SqlOptions& o) {
-  model::WalkOptions wo;
-  wo.thread = o.thread;
-  if (!o.window.empty()) {  // a bad window is a usage error, found before the dump is read
-    bool relative = false;
-    std::optional<int64_t> a, b;
-    if (std::string err = model::ParseWindow(o.window, &relative, &a, &b); !err.empty()) return Fail(err), kExitUsage;
-  }
-  auto r = format::Dump::Open(o.path);
-  if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
-  const format::Dump& d = r.value();
-  symbolize::Symbolizer sym(d, o.symbols);
-  if (!o.quiet) {
-    for (const auto& p : sym.problems()) Fail("symbols: " + p);
-  }
-  if (std::string err = model::ResolveWindow(d, o.window, &wo); !err.empty()) return Fail(err), kExitUsage;
+  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+  OpenedDump od;
+  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window, o.quiet); rc != kExitOk) return rc;
   analyses::SqlSink sink(o.out);
+  const model::WalkOptions& wo = od.Walking("exporting to SQLite");
   sink.SetWindow(wo.window_start_ns, wo.window_end_ns);
-  Progress progress("exporting to SQLite");
-  wo.progress = &Progress::Callback;
-  wo.progress_ctx = &progress;
-  model::WalkResult res = model::Walk(d, sym, wo, sink);
-  progress.Done();
+  model::WalkResult res = model::Walk(od.dump(), od.symbols(), wo, sink);
+  od.Done();
   if (!res.error.empty()) return Fail(res.error), kExitError;
   if (!o.quiet) {
     uint64_t lost = 0;

@@ -1,0 +1,54 @@
+#include "cli/opened_dump.h"
+
+#include "cli/commands.h"
+
+namespace lookback::cli {
+
+int CheckWindow(const std::string& window) {
+  if (window.empty()) return kExitOk;
+  bool relative = false;
+  std::optional<int64_t> start, end;
+  if (std::string err = model::ParseWindow(window, &relative, &start, &end); !err.empty()) {
+    Fail(err);
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+int OpenedDump::Open(const std::string& path, const std::vector<std::string>& symbol_dirs, const std::string& thread,
+                     const std::string& window, bool quiet, const std::string& say_prefix) {
+  auto opened = format::Dump::Open(path);
+  if (!opened.ok()) {
+    Fail(path + ": " + opened.error().ToString());
+    return kExitError;
+  }
+  dump_.emplace(std::move(opened.value()));
+  symbols_ = std::make_unique<symbolize::Symbolizer>(*dump_, symbol_dirs);
+  if (!quiet) {
+    for (const auto& p : symbols_->problems()) Fail(say_prefix + "symbols: " + p);
+  }
+  walk_.thread = thread;
+  if (std::string err = model::ResolveWindow(*dump_, window, &walk_); !err.empty()) {
+    Fail(say_prefix + err);
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+const model::WalkOptions& OpenedDump::Walking(std::string what) {
+  Done();
+  what_ = std::move(what);
+  progress_ = std::make_unique<Progress>(what_.c_str());
+  walk_.progress = &Progress::Callback;
+  walk_.progress_ctx = progress_.get();
+  return walk_;
+}
+
+void OpenedDump::Done() {
+  if (progress_) progress_->Done();
+  progress_.reset();
+  walk_.progress = nullptr;
+  walk_.progress_ctx = nullptr;
+}
+
+}  // namespace lookback::cli

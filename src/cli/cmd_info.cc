@@ -1,6 +1,8 @@
 // lookback info DUMP: what a dump holds, and where each thread was when it
 // was taken.
+#include <algorithm>
 #include <ctime>
+#include <map>
 #include <string>
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include "format/reader.h"
 #include "model/clock_model.h"
 #include "model/decoder.h"
+#include "model/samples.h"
 #include "symbolize/symbolizer.h"
 
 namespace lookback::cli {
@@ -40,6 +43,40 @@ std::string LocalTime(uint64_t realtime_ns) {
   char buf[64];
   strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
   return fmt::format("{}.{:03d}", buf, static_cast<int>((realtime_ns / 1000000ull) % 1000));
+}
+
+// Per-thread samples (lookback record --sample), one line per thread.
+void PrintSamples(const format::Dump& d, const model::ClockModel& clock) {
+  if (d.samples.empty()) return;
+  fmt::print("\nSamples ({}):\n", model::DescribeSampling(d.samples.front()));
+  fmt::print("  {:>8}  {:<16} {:>7} {:>6} {:>8} {:>6} {:>8} {:>8} {:>10} {:>10}  {}\n", "TID", "NAME", "SAMPLES", "CPU",
+             "MINFLT", "MAJFLT", "VOL CSW", "INV CSW", "ALLOC", "FREED", "STATES");
+  for (const auto& s : d.samples) {
+    const format::ThreadInfo& t = d.threads[s.thread_index];
+    if (s.samples.empty()) continue;
+    const auto& a = s.samples.front();
+    const auto& b = s.samples.back();
+    auto delta = [&](format::SampleField f) { return b[f] >= a[f] ? b[f] - a[f] : 0; };
+    // Time spent in each state over the timeline, largest first.
+    std::map<char, uint64_t> in_state;
+    for (const auto& span : model::StateSpans(s, t.exit_tsc ? t.exit_tsc : t.snapshot_tsc)) in_state[span.state] += span.end_tsc - span.begin_tsc;
+    uint64_t total = 0;
+    for (const auto& [st, ticks] : in_state) total += ticks;
+    std::vector<std::pair<uint64_t, char>> order;
+    for (const auto& [st, ticks] : in_state) order.emplace_back(ticks, st);
+    std::sort(order.rbegin(), order.rend());
+    std::string states;
+    for (const auto& [ticks, st] : order) {
+      if (total == 0) break;
+      states += fmt::format("{}{} {:.0f}%", states.empty() ? "" : ", ", model::StateName(st), 100.0 * static_cast<double>(ticks) / static_cast<double>(total));
+    }
+    const bool alloc = (s.flags & format::kSampleAlloc) != 0;
+    fmt::print("  {:>8}  {:<16} {:>7} {:>5.0f}% {:>8} {:>6} {:>8} {:>8} {:>10} {:>10}  {}\n", s.tid, t.name, s.samples.size(),
+               100.0 * model::CpuShare(a, b, clock), delta(format::kSampleMinorFaults), delta(format::kSampleMajorFaults),
+               delta(format::kSampleVoluntarySwitches), delta(format::kSampleInvoluntarySwitches),
+               alloc ? std::to_string(delta(format::kSampleAllocBytes)) : "-",
+               alloc ? std::to_string(delta(format::kSampleFreedBytes)) : "-", states.empty() ? "-" : states);
+  }
 }
 
 int Run(const InfoOptions& o) {
@@ -110,6 +147,7 @@ int Run(const InfoOptions& o) {
                first ? HumanNs(clock.TicksToNs(last - first)) : "-", state);
     wheres.push_back({t.tid, t.name, m.stack(), t.snapshot_tsc});
   }
+  PrintSamples(d, clock);
   fmt::print("\nWhere each thread was when the dump was taken (innermost last):\n");
   for (const auto& w : wheres) {
     fmt::print("  {} {}:{}\n", w.tid, w.name, w.stack.empty() ? " (no open call in the window)" : "");

@@ -23,6 +23,8 @@ namespace {
 struct RecordOptions {
   std::string dir = "lookback-dumps";
   std::string buffer_size, threads, max_threads, max_memory, keep_exited, dump_signal;
+  std::string sample, sample_interval, state_interval, sample_signal;  // docs/sampling.md
+  bool sample_alloc = false;
   bool no_exit_dump = false;
   bool no_crash = false;
   bool quiet = false;
@@ -99,13 +101,18 @@ int Run(const RecordOptions& o) {
   }
   {
     std::map<std::string, std::string> env = o.triggers;
+    for (const auto& [var, value] : {std::pair{"LOOKBACK_SAMPLE", o.sample}, {"LOOKBACK_SAMPLE_INTERVAL", o.sample_interval},
+                                     {"LOOKBACK_STATE_INTERVAL", o.state_interval},
+                                     {"LOOKBACK_SAMPLE_SIGNAL", o.sample_signal}}) {
+      if (!value.empty()) env[var] = value;
+    }
     g_check_env = &env;
     std::vector<rt::ConfigProblem> problems;
     rt::ParseConfig(CheckEnv, &problems);
     if (!problems.empty()) {
       // Name the flag the user typed, not only the variable it sets.
       std::string msg = problems.front().message;
-      for (const auto& [var, value] : o.triggers) {
+      for (const auto& [var, value] : env) {
         if (msg.rfind(var + "=", 0) == 0) {
           std::string flag = "--" + var.substr(9);
           for (auto& c : flag) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -123,6 +130,11 @@ int Run(const RecordOptions& o) {
   const std::string dir = Absolute(o.dir);
   const std::set<std::string> before = ListDumps(dir);
   std::string preload = runtime;
+  if (o.sample_alloc) {  // liblookback-alloc.so lives beside liblookback.so
+    const std::string alloc = runtime.substr(0, runtime.rfind('/') + 1) + "liblookback-alloc.so";
+    if (access(alloc.c_str(), R_OK) != 0) return Fail("--sample-alloc: cannot find " + alloc), kExitError;
+    preload = alloc + ":" + preload;
+  }
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("LOOKBACK_DIR", dir.c_str(), 1);
@@ -136,6 +148,10 @@ int Run(const RecordOptions& o) {
   set_if("LOOKBACK_MAX_MEMORY", o.max_memory);
   set_if("LOOKBACK_KEEP_EXITED", o.keep_exited);
   set_if("LOOKBACK_DUMP_SIGNAL", o.dump_signal);
+  set_if("LOOKBACK_SAMPLE", o.sample.empty() && o.sample_alloc ? "cpu" : o.sample);
+  set_if("LOOKBACK_SAMPLE_INTERVAL", o.sample_interval);
+  set_if("LOOKBACK_STATE_INTERVAL", o.state_interval);
+  set_if("LOOKBACK_SAMPLE_SIGNAL", o.sample_signal);
   if (o.quiet) setenv("LOOKBACK_QUIET", "1", 1);
   if (o.no_crash) setenv("LOOKBACK_CRASH", "0", 1);
   for (const auto& [var, value] : o.triggers) setenv(var.c_str(), value.c_str(), 1);
@@ -183,6 +199,16 @@ Runner SetupRecord(CLI::App* sub) {
   sub->add_option("--keep-exited", o->keep_exited, "Rings of exited threads kept for dumps (LOOKBACK_KEEP_EXITED, default 8)");
   sub->add_option("--dump-signal", o->dump_signal, "Signal that requests a dump; 0 for none (LOOKBACK_DUMP_SIGNAL, default USR2 if unused)");
   sub->add_flag("--no-exit-dump", o->no_exit_dump, "Do not dump when the program exits");
+  // Sampling (docs/sampling.md). A flag, so `--sample wall` cannot take the program's name: write --sample=wall.
+  sub->add_flag("--sample{cpu}", o->sample,
+                "Sample each thread's CPU time, faults, context switches and memory: --sample (every 1 ms of the "
+                "thread's CPU time) or --sample=wall (every 1 ms of wall time) (LOOKBACK_SAMPLE)");
+  sub->add_option("--sample-interval", o->sample_interval, "Time between samples (LOOKBACK_SAMPLE_INTERVAL, default 1ms)");
+  sub->add_option("--state-interval", o->state_interval,
+                  "How often thread states are polled; 0 = never (LOOKBACK_STATE_INTERVAL, default: the sample interval)");
+  sub->add_option("--sample-signal", o->sample_signal, "Signal that drives samples (LOOKBACK_SAMPLE_SIGNAL, default URG)");
+  sub->add_flag("--sample-alloc", o->sample_alloc,
+                "Also count each thread's allocated and freed bytes (preloads liblookback-alloc.so; implies --sample)");
   // Triggers and policy (docs/triggers.md); repeatable flags join with commas.
   struct TriggerFlag {
     const char* flag;

@@ -100,7 +100,7 @@ static_assert(FnBasePrevious(MakeFnBase(1, kKeyBaseMask, true)) == kKeyBaseMask)
 // Readers skip section types they do not know.
 // ---------------------------------------------------------------------------
 inline constexpr char kMagic[8] = {'L', 'O', 'O', 'K', 'B', 'A', 'C', 'K'};
-inline constexpr uint16_t kDumpVersion = 2;  // 2: TRIGGER section, kThreadTrimmed
+inline constexpr uint16_t kDumpVersion = 3;  // 2: TRIGGER section, kThreadTrimmed; 3: SAMPLES section
 inline constexpr uint16_t kMinReaderVersion = 1;
 inline constexpr uint32_t kFileHeaderSize = 64;
 inline constexpr uint32_t kSectionHeaderSize = 16;
@@ -128,6 +128,7 @@ enum class SectionType : uint32_t {
   kNames = 5,
   kStats = 6,
   kTrigger = 7,
+  kSamples = 8,  // version 3
 };
 
 // PROCESS payload: u32 pid, u32 ppid, u32 dump sequence number (1-based),
@@ -160,6 +161,36 @@ enum class SectionType : uint32_t {
 // signal (crash), u64 tsc when it fired, u64 measured ns, u64 threshold ns,
 // u64 window ns (0: the dump keeps everything), u64 triggers suppressed since
 // the previous dump, string detector name, string subject.
+//
+// SAMPLES payload (version 3; one per sampled thread, after its THREAD
+// section): u32 tid, u32 flags (SampleFlag), u64 interval ns, u32 fields per
+// sample (kSampleFields when written; readers use the ones they know and
+// treat missing ones as 0), u32 sample count, u32 state-change count, u32
+// zero, u64 samples lost (overwritten before the dump), then sample count x
+// fields x u64 (SampleField order), then state-change count x (u64 tsc, u64
+// state letter as in /proc/PID/task/TID/stat: R, S, D, T, t, Z, X, I, ...).
+enum SampleField : uint32_t {
+  kSampleTsc = 0,         // when it was taken: same clock as the records
+  kSampleCpuNs,           // CLOCK_THREAD_CPUTIME_ID, cumulative
+  kSampleMinorFaults,     // getrusage(RUSAGE_THREAD), cumulative
+  kSampleMajorFaults,
+  kSampleVoluntarySwitches,
+  kSampleInvoluntarySwitches,
+  kSampleRssBytes,        // process resident set size (refreshed every 10 ms)
+  kSampleHeapBytes,       // process heap bytes in use (allocation counting), else 0
+  kSampleHeapObjects,     // process heap blocks in use (allocation counting), else 0
+  kSampleAllocBytes,      // bytes this thread ever allocated (allocation counting), else 0
+  kSampleFreedBytes,      // bytes this thread ever freed (allocation counting), else 0
+  kSampleFields,
+};
+enum SampleFlag : uint32_t {
+  kSampleWall = 1u << 0,      // wall-clock timer (else: thread CPU time)
+  kSamplePerf = 1u << 1,      // perf_event_open task clock drove the samples (else a POSIX timer)
+  kSampleAlloc = 1u << 2,     // allocation counting was on (the heap and alloc/freed fields are real)
+  kSampleStates = 1u << 3,    // the control thread polled the thread's state
+};
+inline constexpr uint32_t kMaxSampleFields = 64;
+
 enum ThreadFlag : uint32_t {
   kThreadExited = 1u << 0,
   kThreadWrapped = 1u << 1,   // the ring was overwritten: the window starts mid-trace

@@ -109,6 +109,15 @@ Result<Dump> Dump::Open(const std::string& path, bool salvage) {
   return r;
 }
 
+const ThreadSamples* Dump::SamplesOf(const ThreadInfo& t) const {
+  if (threads.empty() || &t < &threads.front() || &t > &threads.back()) return nullptr;
+  const size_t index = static_cast<size_t>(&t - &threads.front());
+  for (const ThreadSamples& s : samples) {
+    if (s.thread_index == index) return &s;
+  }
+  return nullptr;
+}
+
 Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
   Dump d;
   d.bytes_ = bytes;
@@ -256,6 +265,42 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
         c.U64(&t.tsc), c.U64(&t.measured_ns), c.U64(&t.threshold_ns), c.U64(&t.window_ns), c.U64(&t.suppressed);
         c.String(&t.detector, "detector") && c.String(&t.subject, "trigger subject");
         if (!c.failed()) d.trigger = std::move(t);
+        break;
+      }
+      case SectionType::kSamples: {
+        ThreadSamples ts;
+        uint32_t fields = 0, count = 0, states = 0, zero = 0;
+        c.U32(&ts.tid), c.U32(&ts.flags), c.U64(&ts.interval_ns);
+        c.U32(&fields), c.U32(&count), c.U32(&states), c.U32(&zero), c.U64(&ts.lost);
+        if (c.failed()) break;
+        if (d.threads.empty() || d.threads.back().tid != ts.tid)
+          return Error{"samples of thread " + std::to_string(ts.tid) + " do not follow that thread's section", body};
+        if (fields == 0 || fields > kMaxSampleFields)
+          return Error{"samples have " + std::to_string(fields) + " fields (1.." + std::to_string(kMaxSampleFields) + ")", body + 16};
+        const uint64_t sample_bytes = uint64_t{fields} * 8;
+        if (count > c.remaining() / sample_bytes || states > (c.remaining() - count * sample_bytes) / 16) {
+          Error e{"thread " + std::to_string(ts.tid) + " claims " + std::to_string(count) + " samples and " +
+                      std::to_string(states) + " state changes that do not fit their section",
+                  body + 20};
+          if (!damage(e)) return e;
+          break;
+        }
+        ts.thread_index = d.threads.size() - 1;
+        ts.samples.resize(count);
+        for (uint32_t i = 0; i < count; ++i) {
+          for (uint32_t f = 0; f < fields; ++f) {
+            uint64_t v = 0;
+            c.U64(&v);
+            if (f < kSampleFields) ts.samples[i][f] = v;
+          }
+        }
+        ts.states.resize(states);
+        for (uint32_t i = 0; i < states; ++i) {
+          uint64_t letter = 0;
+          c.U64(&ts.states[i].tsc), c.U64(&letter);
+          ts.states[i].state = letter >= 0x21 && letter < 0x7f ? static_cast<char>(letter) : '?';
+        }
+        if (!c.failed()) d.samples.push_back(std::move(ts));
         break;
       }
       default:

@@ -4,6 +4,7 @@
 // `_untrusted` suffix.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -82,6 +83,21 @@ struct TriggerInfo {
   std::string subject;      // thread pattern, scope name, function name, signal name, or request text
 };
 
+// Per-thread samples (SAMPLES section, version 3): lookback record --sample.
+struct StateChange {
+  uint64_t tsc = 0;
+  char state = '?';  // the kernel's letter: R, S, D, T, t, Z, X, I, ...
+};
+struct ThreadSamples {
+  size_t thread_index = 0;  // index into Dump::threads of the THREAD section it follows
+  uint32_t tid = 0, flags = 0;  // SampleFlag
+  uint64_t interval_ns = 0, lost = 0;
+  // Each sample has kSampleFields values in SampleField order (fields the
+  // writer did not have are 0).
+  std::vector<std::array<uint64_t, kSampleFields>> samples;
+  std::vector<StateChange> states;
+};
+
 class Dump {
  public:
   // Maps and parses a file.
@@ -103,11 +119,14 @@ class Dump {
   std::map<uint64_t, std::string> names;
   StatsInfo stats;
   std::optional<TriggerInfo> trigger;
+  std::vector<ThreadSamples> samples;  // in THREAD order
   // Problems that did not stop parsing (unknown sections, trailing bytes...).
   std::vector<Error> warnings;
 
   // Record i (0-based within the thread's window); i < record_count.
   uint64_t Record(const ThreadInfo& t, uint64_t i) const;
+  // The samples of a thread of this dump, or nullptr.
+  const ThreadSamples* SamplesOf(const ThreadInfo& t) const;
   std::span<const uint8_t> bytes() const { return bytes_; }
 
  private:

@@ -112,7 +112,8 @@ const char* const kConfigVariables[] = {
     "LOOKBACK_KEEP_EXITED", "LOOKBACK_DUMP_SIGNAL", "LOOKBACK_DUMP_AT_EXIT", "LOOKBACK_ENABLED", "LOOKBACK_QUIET",
     "LOOKBACK_STALL", "LOOKBACK_STALL_IDLE", "LOOKBACK_SLOW_SCOPE", "LOOKBACK_SLOW_CALL", "LOOKBACK_CRASH",
     "LOOKBACK_POST_TRIGGER", "LOOKBACK_WINDOW", "LOOKBACK_RATE_LIMIT", "LOOKBACK_COOLDOWN", "LOOKBACK_MAX_DUMPS",
-    "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", "LOOKBACK_EXCLUDE", nullptr};
+    "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", "LOOKBACK_EXCLUDE", "LOOKBACK_SAMPLE", "LOOKBACK_SAMPLE_INTERVAL",
+    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", nullptr};
 
 bool ParseDuration(const std::string& raw, uint64_t* ns) {
   std::string t = Trim(raw);
@@ -328,6 +329,44 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
     auto dur = [](const std::string& t, uint64_t* out) { return ParseDuration(t, out); };
     if (!ParsePerDetector(v, c.cooldown_ns, dur, &why))
       bad("LOOKBACK_COOLDOWN", v, why + " (examples: 10s, stall=1m,slow-call=0); using the defaults");
+  }
+  if (const char* v = getenv_fn("LOOKBACK_SAMPLE"); v && *v) {
+    const std::string t = Trim(v);
+    bool on = false;
+    if (t == "cpu") {
+      c.sample_mode = 1;
+    } else if (t == "wall") {
+      c.sample_mode = 2;
+    } else if (ParseBool(t, &on)) {
+      c.sample_mode = on ? 1 : 0;
+    } else {
+      bad("LOOKBACK_SAMPLE", v, "is not cpu, wall, 1 or 0; sampling is off");
+    }
+  }
+  if (const char* v = getenv_fn("LOOKBACK_SAMPLE_INTERVAL"); v && *v) {
+    uint64_t ns = 0;
+    if (!ParseDuration(v, &ns) || ns < 100'000 || ns > 10'000'000'000) {
+      bad("LOOKBACK_SAMPLE_INTERVAL", v, "is not a duration from 100us to 10s; using 1ms");
+    } else {
+      c.sample_interval_ns = ns;
+    }
+  }
+  if (const char* v = getenv_fn("LOOKBACK_STATE_INTERVAL"); v && *v) {
+    uint64_t ns = 0;
+    if (!ParseDuration(v, &ns) || (ns != 0 && (ns < 100'000 || ns > 10'000'000'000))) {
+      bad("LOOKBACK_STATE_INTERVAL", v, "is not 0 (off) or a duration from 100us to 10s; using the sample interval");
+    } else {
+      c.state_interval_ns = ns;
+    }
+  }
+  if (const char* v = getenv_fn("LOOKBACK_SAMPLE_SIGNAL"); v && *v) {
+    int sig = 0;
+    if (!ParseSignal(v, &sig) || sig == 0 || sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS ||
+        sig == SIGILL || sig == SIGFPE || sig == SIGABRT) {
+      bad("LOOKBACK_SAMPLE_SIGNAL", v, "is not a usable signal (examples: URG, SIGRTMIN+4, 40); using URG");
+    } else {
+      c.sample_signal = sig;
+    }
   }
   if (const char* v = getenv_fn("LOOKBACK_MAX_DUMPS"); v && *v) {
     uint64_t n = 0;

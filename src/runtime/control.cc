@@ -30,6 +30,7 @@
 
 #include "runtime/exclude.h"
 #include "runtime/runtime.h"
+#include "runtime/sampler.h"
 #include "runtime/triggers.h"
 
 namespace lookback::rt {
@@ -161,6 +162,7 @@ void* ControlMain(void*) {
   Control& c = C();
   const bool detectors = DetectorsConfigured();
   uint64_t next_tick_ns = 0;
+  uint64_t next_state_ns = SamplingOn() ? 1 : 0;  // 0: not sampling
   for (;;) {
     // Sleep until woken, the next detector tick, or the next delayed dump.
     uint64_t now = MonotonicNs();
@@ -169,7 +171,12 @@ void* ControlMain(void*) {
     for (const Trigger& t : TakeDueDumps(now, &next_dump_ns)) WriteDump(t);
     now = MonotonicNs();
     RefreshExcludesIfModulesChanged(now, kExcludeRecheckNs);  // modules loaded since: new functions to exclude
+    if (next_state_ns != 0 && now >= next_state_ns) {
+      next_state_ns = PollThreadStates(now);
+      now = MonotonicNs();
+    }
     uint64_t wake_at = detectors ? next_tick_ns : 0;
+    if (next_state_ns != 0 && (wake_at == 0 || next_state_ns < wake_at)) wake_at = next_state_ns;
     if (!R().config.exclude.empty() && (wake_at == 0 || wake_at > now + kExcludeRecheckNs)) wake_at = now + kExcludeRecheckNs;
     if (next_dump_ns != 0 && (wake_at == 0 || next_dump_ns < wake_at)) wake_at = next_dump_ns;
     const int timeout_ms = wake_at == 0 ? -1 : wake_at <= now ? 0 : static_cast<int>((wake_at - now + 999999) / 1000000);

@@ -19,6 +19,7 @@
 
 #include "format/encode.h"
 #include "runtime/runtime.h"
+#include "runtime/sampler.h"
 #include "runtime/triggers.h"
 
 namespace lookback::rt {
@@ -196,6 +197,42 @@ bool MakeDirs(const std::string& dir, std::string* error) {
     return false;
   }
   return true;
+}
+
+// The oldest TSC a dump keeps with LOOKBACK_WINDOW (0: keep everything).
+uint64_t WindowCutoff(uint64_t window_ns, const Calibration& cal, uint64_t snap_tsc) {
+  if (window_ns == 0 || cal.ns == 0) return 0;
+  const unsigned __int128 window_ticks = static_cast<unsigned __int128>(window_ns) * cal.ticks / cal.ns;
+  return window_ticks < snap_tsc ? snap_tsc - static_cast<uint64_t>(window_ticks) : 0;
+}
+
+// The SAMPLES section of one thread (FORMAT.md). With a window, samples
+// older than the cut are left out; the state in effect at the cut is kept
+// (stamped with its own time), so the timeline still says what the thread
+// was doing when the window opens.
+void WriteSamples(FileSink* sink, const SampleBuffer& s, uint32_t tid, const Config& config, uint64_t cutoff,
+                  std::vector<uint64_t>* samples, std::vector<uint64_t>* states) {
+  const uint64_t lost = SnapshotSamples(s, samples, states);
+  constexpr uint32_t kF = format::kSampleFields;
+  size_t first_sample = 0, first_state = 0;
+  if (cutoff != 0) {
+    while (first_sample < samples->size() / kF && (*samples)[first_sample * kF + format::kSampleTsc] < cutoff) ++first_sample;
+    while (first_state + 1 < states->size() / 2 && (*states)[(first_state + 1) * 2] < cutoff) ++first_state;
+  }
+  const uint64_t n_samples = samples->size() / kF - first_sample, n_states = states->size() / 2 - first_state;
+  std::string p;
+  PutU32(&p, tid);
+  PutU32(&p, s.flags);
+  PutU64(&p, config.sample_interval_ns);
+  PutU32(&p, kF);
+  PutU32(&p, static_cast<uint32_t>(n_samples));
+  PutU32(&p, static_cast<uint32_t>(n_states));
+  PutU32(&p, 0);
+  PutU64(&p, lost + first_sample);
+  sink->Write(format::SectionHeader(format::SectionType::kSamples, p.size() + n_samples * kF * 8 + n_states * 16));
+  sink->Write(p);
+  sink->Write(samples->data() + first_sample * kF, n_samples * kF * 8);  // little-endian u64s
+  sink->Write(states->data() + first_state * 2, n_states * 16);
 }
 
 // LOOKBACK_WINDOW: drops the records of `records` older than `cutoff_tsc`.
@@ -378,7 +415,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     WriteSection(&sink, format::SectionType::kTrigger, std::move(p), &sections);
   }
 
-  std::vector<uint64_t> records;
+  std::vector<uint64_t> records, samples, states;
   for (uint32_t i = 0; i < rt.registry_size && sink.error() == 0; ++i) {
     Ring* r = rt.registry[i].load(std::memory_order_acquire);
     if (r == nullptr) continue;
@@ -387,13 +424,11 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     uint64_t first = lost;
     const uint64_t snap_tsc = __rdtsc();
     bool trimmed = false;
-    if (rt.config.window_ns != 0 && cal.ns != 0) {
-      const unsigned __int128 window_ticks = static_cast<unsigned __int128>(rt.config.window_ns) * cal.ticks / cal.ns;
-      if (window_ticks < snap_tsc) {
-        const uint64_t dropped = TrimToWindow(&records, snap_tsc - static_cast<uint64_t>(window_ticks));
-        first += dropped;
-        trimmed = dropped != 0;
-      }
+    const uint64_t cutoff = WindowCutoff(rt.config.window_ns, cal, snap_tsc);
+    if (cutoff != 0) {
+      const uint64_t dropped = TrimToWindow(&records, cutoff);
+      first += dropped;
+      trimmed = dropped != 0;
     }
     std::string name_now = exited ? std::string(r->exit_name, strnlen(r->exit_name, sizeof r->exit_name))
                                   : ThreadName(r->tid);
@@ -420,6 +455,10 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     sink.Write(p);
     sink.Write(records.data(), records.size() * 8);  // x86-64 is little-endian: the slots are the bytes
     ++sections;
+    if (r->samples != nullptr) {
+      WriteSamples(&sink, *r->samples, r->tid, rt.config, cutoff, &samples, &states);
+      ++sections;
+    }
   }
 
   // Header last, now that the size and section count are known.

@@ -63,6 +63,8 @@ struct alignas(64) Ring {
   uint32_t tid = 0;
   uint64_t exit_order = 0;  // for retention: lower exited earlier
   char exit_name[16] = {};  // the thread's name at exit; valid once state == kExited
+  // Set by the owner before the ring is registered; freed with the ring (sampler.h).
+  struct SampleBuffer* samples = nullptr;
   // ---- scopes (lb_scope_begin/end): owner writes, the control thread reads ----
   // The owner fills scope_id/scope_start[d] before publishing depth d + 1
   // (release); the reader loads the depth (acquire), then the entries, and

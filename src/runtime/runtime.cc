@@ -20,6 +20,7 @@
 #include <new>
 
 #include "lookback/lookback.h"
+#include "runtime/sampler.h"
 
 using lookback::rt::Ring;
 
@@ -146,8 +147,11 @@ Ring* ThreadInit() {
     r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     r->start_tsc = __rdtsc();
     r->state.store(kRingLive, std::memory_order_relaxed);
+    StartThreadSampling(r);  // before Register publishes r->samples
   }
   if (r != nullptr && !Register(rt, r)) {
+    StopThreadSampling(r);
+    FreeSampleBuffer(r);
     rt.reserved_bytes.fetch_sub(r->map_bytes, std::memory_order_relaxed);
     munmap(r, r->map_bytes);
     r = nullptr;
@@ -174,6 +178,7 @@ void OnThreadExit(void* arg) {
   tls_status = kStatusExited;
   tls_own_ring = nullptr;
   if (r == nullptr) return;
+  StopThreadSampling(r);
   prctl(PR_GET_NAME, r->exit_name, 0, 0, 0);
   r->exit_order = R().exit_counter.fetch_add(1, std::memory_order_relaxed) + 1;
   r->exit_tsc.store(__rdtsc(), std::memory_order_relaxed);
@@ -188,9 +193,12 @@ void AtForkChild() {
   new (g_mutex_storage) std::mutex;
   for (uint32_t i = 0; i < rt.registry_size; ++i) {
     Ring* r = rt.registry[i].exchange(nullptr, std::memory_order_relaxed);
-    if (r != nullptr) munmap(r, r->map_bytes);
+    if (r == nullptr) continue;
+    FreeSampleBuffer(r);  // closes the parent's perf events and /proc files inherited here
+    munmap(r, r->map_bytes);
   }
   rt.reserved_bytes.store(0, std::memory_order_relaxed);
+  SamplingAfterForkChild();
   rt.exit_counter.store(0, std::memory_order_relaxed);
   rt.any_traced.store(false, std::memory_order_relaxed);
   rt.dump_seq.store(0, std::memory_order_relaxed);
@@ -252,6 +260,7 @@ void Initialise() {
   atexit(AtExit);
   InstallDumpSignal();
   if (rt->config.crash) InstallCrashHandlers();
+  InitSampling();
   RefreshExcludes();  // before this thread's first record: excluded calls are never recorded
 }
 
@@ -275,6 +284,7 @@ bool EnsureInitialised() {
 }
 
 void FreeRing(Ring* r) {
+  FreeSampleBuffer(r);
   R().reserved_bytes.fetch_sub(r->map_bytes, std::memory_order_relaxed);
   munmap(r, r->map_bytes);
 }

@@ -1,5 +1,9 @@
 #include "analyses/sql.h"
 
+#include <algorithm>
+
+#include "model/samples.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -58,6 +62,30 @@ CREATE TABLE calls(
   parent INTEGER,                      -- calls.id of the caller, NULL at depth 0
   flags INTEGER NOT NULL               -- 1 start cut, 2 open at the dump, 4 unwound
 );
+-- lookback record --sample: the thread's own counters, cumulative, every
+-- interval of its CPU time (or wall time with --sample=wall).
+CREATE TABLE samples(
+  thread_id INTEGER NOT NULL,            -- threads.id
+  ts INTEGER NOT NULL,
+  cpu_ns INTEGER NOT NULL,               -- thread CPU time
+  minor_faults INTEGER NOT NULL,
+  major_faults INTEGER NOT NULL,
+  voluntary_switches INTEGER NOT NULL,
+  involuntary_switches INTEGER NOT NULL,
+  rss_bytes INTEGER NOT NULL,            -- process resident set (refreshed every 10 ms)
+  heap_bytes INTEGER,                    -- process heap in use; NULL without --sample-alloc
+  heap_objects INTEGER,
+  alloc_bytes INTEGER,                   -- ever allocated by this thread
+  freed_bytes INTEGER                    -- ever freed by this thread
+);
+-- The thread's scheduler state over time (polled from /proc).
+CREATE TABLE thread_states(
+  thread_id INTEGER NOT NULL,            -- threads.id
+  ts INTEGER NOT NULL,
+  dur INTEGER NOT NULL,                  -- until the next change, the thread's exit or the dump
+  state TEXT NOT NULL,                   -- Running, Sleeping, Disk wait, ...
+  code TEXT NOT NULL                     -- the kernel's letter: R, S, D, ...
+);
 )sql";
 
 const char* const kSqlIndexes = R"sql(
@@ -65,6 +93,21 @@ CREATE INDEX calls_by_function ON calls(function_id, dur);
 CREATE INDEX calls_by_thread_ts ON calls(thread_id, ts);
 CREATE INDEX calls_by_parent ON calls(parent);
 CREATE INDEX functions_by_name ON functions(name);
+CREATE INDEX samples_by_thread_ts ON samples(thread_id, ts);
+CREATE INDEX thread_states_by_thread_ts ON thread_states(thread_id, ts);
+-- Each interval between two samples of a thread: what changed, and the CPU share.
+CREATE VIEW sample_deltas AS
+  SELECT thread_id, prev_ts AS ts, ts - prev_ts AS dur, cpu_ns - prev_cpu AS cpu_ns,
+         CAST(cpu_ns - prev_cpu AS REAL) / NULLIF(ts - prev_ts, 0) AS cpu_share,
+         minor_faults - prev_minor AS minor_faults, major_faults - prev_major AS major_faults,
+         voluntary_switches - prev_vol AS voluntary_switches, involuntary_switches - prev_invol AS involuntary_switches,
+         alloc_bytes - prev_alloc AS alloc_bytes, freed_bytes - prev_freed AS freed_bytes
+  FROM (SELECT *, LAG(ts) OVER w AS prev_ts, LAG(cpu_ns) OVER w AS prev_cpu, LAG(minor_faults) OVER w AS prev_minor,
+               LAG(major_faults) OVER w AS prev_major, LAG(voluntary_switches) OVER w AS prev_vol,
+               LAG(involuntary_switches) OVER w AS prev_invol, LAG(alloc_bytes) OVER w AS prev_alloc,
+               LAG(freed_bytes) OVER w AS prev_freed
+        FROM samples WINDOW w AS (PARTITION BY thread_id ORDER BY ts))
+  WHERE prev_ts IS NOT NULL;
 CREATE VIEW call_names AS
   SELECT c.id, c.ts, c.dur, c.self, c.depth, c.parent, c.flags,
          f.name AS function, f.module, t.tid, t.name AS thread
@@ -95,7 +138,7 @@ class Statement {
 struct SqlSink::Impl {
   std::string path, tmp;
   sqlite3* db = nullptr;
-  Statement insert_call, insert_function, insert_thread;
+  Statement insert_call, insert_function, insert_thread, insert_sample, insert_state;
   std::string error;  // the first failure; later rows are skipped
   bool committed = false;
 
@@ -154,6 +197,39 @@ struct SqlSink::Impl {
     return it->second;
   }
 
+  void InsertSamples(const format::ThreadSamples& ts, uint64_t end_tsc) {
+    const bool alloc = (ts.flags & format::kSampleAlloc) != 0;
+    static constexpr format::SampleField kColumns[] = {
+        format::kSampleCpuNs, format::kSampleMinorFaults, format::kSampleMajorFaults,
+        format::kSampleVoluntarySwitches, format::kSampleInvoluntarySwitches, format::kSampleRssBytes,
+        format::kSampleHeapBytes, format::kSampleHeapObjects, format::kSampleAllocBytes, format::kSampleFreedBytes};
+    for (const auto& v : ts.samples) {
+      if (!error.empty()) return;
+      sqlite3_stmt* s = insert_sample.get();
+      sqlite3_bind_int64(s, 1, thread_id);
+      sqlite3_bind_int64(s, 2, ctx->clock.MonotonicNs(v[format::kSampleTsc]));
+      int col = 3;
+      for (format::SampleField f : kColumns) {
+        const bool needs_alloc = f >= format::kSampleHeapBytes;
+        if (needs_alloc && !alloc) sqlite3_bind_null(s, col++);
+        else sqlite3_bind_int64(s, col++, static_cast<int64_t>(v[f]));
+      }
+      Step(s, "inserting a sample");
+    }
+    for (const model::StateSpan& span : model::StateSpans(ts, end_tsc)) {
+      if (!error.empty()) return;
+      sqlite3_stmt* s = insert_state.get();
+      const int64_t begin = ctx->clock.MonotonicNs(span.begin_tsc);
+      sqlite3_bind_int64(s, 1, thread_id);
+      sqlite3_bind_int64(s, 2, begin);
+      sqlite3_bind_int64(s, 3, std::max<int64_t>(0, ctx->clock.MonotonicNs(span.end_tsc) - begin));
+      sqlite3_bind_text(s, 4, model::StateName(span.state), -1, SQLITE_STATIC);
+      const char code[2] = {span.state, 0};
+      sqlite3_bind_text(s, 5, code, 1, SQLITE_TRANSIENT);
+      Step(s, "inserting a thread state");
+    }
+  }
+
   static void BindOptionalText(sqlite3_stmt* s, int i, const std::string& v) {
     if (v.empty()) sqlite3_bind_null(s, i);
     else sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
@@ -196,6 +272,8 @@ std::string SqlSink::Begin(const model::ExportContext& ctx) {
   m.Check(m.insert_call.Prepare(m.db, "INSERT INTO calls VALUES(?,?,?,?,?,?,?,?,?)"), "preparing");
   m.Check(m.insert_function.Prepare(m.db, "INSERT INTO functions VALUES(?,?,?,?,?,?)"), "preparing");
   m.Check(m.insert_thread.Prepare(m.db, "INSERT INTO threads VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"), "preparing");
+  m.Check(m.insert_sample.Prepare(m.db, "INSERT INTO samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"), "preparing");
+  m.Check(m.insert_state.Prepare(m.db, "INSERT INTO thread_states VALUES(?,?,?,?,?)"), "preparing");
   if (m.error.empty()) {
     Statement dump;
     m.Check(dump.Prepare(m.db, "INSERT INTO dump VALUES(?,?,?,?,?,?,?,?,?)"), "preparing");
@@ -272,6 +350,7 @@ void SqlSink::EndThread(const model::ThreadSummary& sum) {
   sqlite3_bind_int64(s, 11, static_cast<int64_t>(sum.unmatched_exits));
   sqlite3_bind_int64(s, 12, static_cast<int64_t>(sum.lost_records));
   if (m.Step(s, "inserting a thread")) ++stats_.threads;
+  if (const format::ThreadSamples* samples = m.ctx->dump->SamplesOf(t)) m.InsertSamples(*samples, end_tsc);
 }
 
 std::string SqlSink::End() {
@@ -281,6 +360,8 @@ std::string SqlSink::End() {
   m.insert_call.Finalize();
   m.insert_function.Finalize();
   m.insert_thread.Finalize();
+  m.insert_sample.Finalize();
+  m.insert_state.Finalize();
   if (m.error.empty()) m.Exec(kSqlIndexes, "creating indexes");
   if (m.error.empty()) m.Exec("COMMIT", "committing");
   if (m.error.empty()) m.Check(sqlite3_close(m.db), "closing");

@@ -56,7 +56,7 @@ Runner SetupSql(CLI::App* sub) {
                   "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
   sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
   sub->add_flag("-q,--quiet", o->quiet, "Print only errors");
-  sub->footer("Tables: dump, threads, functions, calls (+ view call_names); times in CLOCK_MONOTONIC ns. "
+  sub->footer("Tables: dump, threads, functions, calls, samples, thread_states (+ views call_names, sample_deltas); times in CLOCK_MONOTONIC ns. "
               "See docs/analyses.md for the schema and example queries.");
   return [o] { return Run(*o); };
 }

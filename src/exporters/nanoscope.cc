@@ -2,14 +2,27 @@
 // "<ns>:POP" on pop, timestamps non-decreasing (CLOCK_MONOTONIC ns, the base
 // Nanoscope's .timer/.state files share), pushes and pops balanced. Each file
 // is written to a temporary name and renamed when complete, as Nanoscope does.
+//
+// With samples (lookback record --sample), beside each thread's NAME.txt:
+//   NAME.txt.timer  one line per sample, Nanoscope's nine cumulative columns
+//                   separated by ", ": wall ns (CLOCK_MONOTONIC, the trace's
+//                   base), thread CPU ns, major faults, minor faults, context
+//                   switches (voluntary + involuntary), process memory bytes
+//                   (heap in use with allocation counting, else resident set),
+//                   process heap objects (0 without allocation counting),
+//                   bytes the thread allocated, bytes it freed
+//   NAME.txt.state  one line per state change, "<ns>:<state>" (Running,
+//                   Sleeping, Disk wait, ...)
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <memory>
 
 #include "exporters/exporters.h"
 #include "exporters/output.h"
+#include "model/samples.h"
 
 namespace lookback::exporters {
 namespace {
@@ -29,6 +42,7 @@ class NanoscopeSink : public model::TraceSink {
     file_ = std::make_unique<OutputFile>();
     std::string err = file_->Open(path);
     if (!err.empty() && error_.empty()) error_ = err;
+    if (const format::ThreadSamples* samples = ctx_->dump->SamplesOf(t)) WriteSamples(path, *samples);
     last_ = 0;
     buf_.clear();
   }
@@ -54,6 +68,32 @@ class NanoscopeSink : public model::TraceSink {
   std::string End() override { return error_; }
 
  private:
+  void WriteSamples(const std::string& path, const format::ThreadSamples& s) {
+    std::string text;
+    const bool alloc = (s.flags & format::kSampleAlloc) != 0;
+    for (const auto& v : s.samples) {
+      fmt::format_to(std::back_inserter(text), "{}, {}, {}, {}, {}, {}, {}, {}, {}\n",
+                     ctx_->clock.MonotonicNs(v[format::kSampleTsc]), v[format::kSampleCpuNs],
+                     v[format::kSampleMajorFaults], v[format::kSampleMinorFaults],
+                     v[format::kSampleVoluntarySwitches] + v[format::kSampleInvoluntarySwitches],
+                     alloc ? v[format::kSampleHeapBytes] : v[format::kSampleRssBytes], v[format::kSampleHeapObjects],
+                     v[format::kSampleAllocBytes], v[format::kSampleFreedBytes]);
+    }
+    Commit(path + ".timer", text);
+    text.clear();
+    for (const auto& c : s.states)
+      fmt::format_to(std::back_inserter(text), "{}:{}\n", ctx_->clock.MonotonicNs(c.tsc), model::StateName(c.state));
+    Commit(path + ".state", text);
+  }
+  void Commit(const std::string& path, const std::string& text) {
+    OutputFile f;
+    std::string err = f.Open(path);
+    if (err.empty()) {
+      f.Write(text);
+      err = f.Commit();
+    }
+    if (!err.empty() && error_.empty()) error_ = err;
+  }
   void Line(int64_t ts) {
     last_ = std::max(last_, ts);  // non-decreasing, even if the TSC stepped back
     char digits[24];

@@ -27,12 +27,24 @@
 // flags 2), an end 2-3 less: 13.0 bytes per event over a whole file of a
 // million events (the tests measure and print it).
 //
+// Samples (lookback record --sample) go on one more sequence per thread,
+// after the thread's slices: counter tracks under the thread (TrackDescriptor
+// with a CounterDescriptor; TrackEvent TYPE_COUNTER with counter_value or
+// double_counter_value): "CPU %" (the share of each interval between two
+// samples, at the interval's start), the cumulative minor and major faults
+// and voluntary and involuntary context switches (exactly the values of the
+// Nanoscope .timer file), RSS, and with allocation counting the heap bytes
+// and objects and the bytes the thread allocated and freed. The state
+// timeline is a slice track "state" under the thread, one slice per state.
+//
 // Field numbers, from protos/perfetto/trace/: trace_packet.proto,
 // clock_snapshot.proto, trace_packet_defaults.proto,
 // interned_data/interned_data.proto and track_event/*.proto.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <iterator>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -40,13 +52,14 @@
 
 #include "exporters/exporters.h"
 #include "exporters/output.h"
+#include "model/samples.h"
 
 namespace lookback::exporters {
 namespace {
 
 // ---- protobuf wire format ----------------------------------------------------
 
-enum WireType : uint32_t { kVarint = 0, kLengthDelimited = 2 };
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
 
 // Encoded into a local buffer and appended once: byte-wise push_back was
 // half of the exporter's time on a 50 M-event dump.
@@ -66,6 +79,13 @@ void PutTag(std::string* out, uint32_t field, WireType type) { PutVarint(out, (u
 void PutVarintField(std::string* out, uint32_t field, uint64_t v) {
   PutTag(out, field, kVarint);
   PutVarint(out, v);
+}
+
+void PutDoubleField(std::string* out, uint32_t field, double v) {
+  PutTag(out, field, kFixed64);
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((bits >> (8 * i)) & 0xff));
 }
 
 void PutBytesField(std::string* out, uint32_t field, std::string_view bytes) {
@@ -107,7 +127,11 @@ constexpr uint32_t kTrackUuid = 11;
 }  // namespace defaults
 namespace track_descriptor {  // TrackDescriptor, ProcessDescriptor, ThreadDescriptor
 constexpr uint32_t kUuid = 1;
+constexpr uint32_t kName = 2;
 constexpr uint32_t kProcess = 3;
+constexpr uint32_t kCounter = 8;
+constexpr uint32_t kCounterUnit = 3;        // CounterDescriptor.unit
+constexpr uint64_t kUnitSizeBytes = 3;
 constexpr uint32_t kThread = 4;
 constexpr uint32_t kParentUuid = 5;
 constexpr uint32_t kProcessPid = 1;
@@ -122,9 +146,12 @@ constexpr uint32_t kType = 9;
 constexpr uint32_t kNameIid = 10;
 constexpr uint32_t kTrackUuid = 11;
 constexpr uint32_t kName = 23;
+constexpr uint32_t kCounterValue = 30;
+constexpr uint32_t kDoubleCounterValue = 44;
 constexpr uint64_t kTypeSliceBegin = 1;
 constexpr uint64_t kTypeSliceEnd = 2;
 constexpr uint64_t kTypeInstant = 3;
+constexpr uint64_t kTypeCounter = 4;
 }  // namespace track_event
 namespace debug_annotation {  // DebugAnnotation
 constexpr uint32_t kUintValue = 3;
@@ -138,6 +165,7 @@ constexpr uint32_t kName = 2;
 }  // namespace interned
 
 constexpr uint32_t kProcessSequence = 1;
+constexpr uint32_t kSampleSequenceBase = 1u << 20;  // + thread index: the thread's samples
 
 // ---- the sink ------------------------------------------------------------------
 
@@ -186,6 +214,7 @@ class PerfettoSink : public model::TraceSink {
   }
 
   void BeginThread(const format::ThreadInfo& t) override {
+    thread_ = &t;
     ++thread_index_;
     const uint64_t uuid = (uint64_t{ctx_->dump->process.pid} << 32) | thread_index_;
     StartSequence(kProcessSequence + thread_index_, uuid, /*primary_clock=*/false);
@@ -254,7 +283,9 @@ class PerfettoSink : public model::TraceSink {
     EndPacket();
   }
 
-  void EndThread(const model::ThreadSummary&) override {}
+  void EndThread(const model::ThreadSummary&) override {
+    if (const format::ThreadSamples* s = ctx_->dump->SamplesOf(*thread_)) EmitSamples(*thread_, *s);
+  }
 
   std::string End() override {
     Flush(true);
@@ -262,6 +293,104 @@ class PerfettoSink : public model::TraceSink {
   }
 
  private:
+  // The samples and states of one thread, on a sequence of their own (see the top of this file).
+  void EmitSamples(const format::ThreadInfo& t, const format::ThreadSamples& s) {
+    const uint64_t pid = ctx_->dump->process.pid;
+    const uint64_t thread_uuid = (pid << 32) | thread_index_;
+    auto track_uuid = [&](uint32_t k) { return (pid << 32) | (1u << 31) | (uint64_t{thread_index_} << 4) | k; };
+    StartSequence(kSampleSequenceBase + thread_index_, 0, /*primary_clock=*/false);
+    const bool alloc = (s.flags & format::kSampleAlloc) != 0;
+    struct Counter {
+      const char* name;
+      format::SampleField field;  // kSampleFields: CPU %
+      bool bytes;
+      bool needs_alloc;
+    };
+    static const Counter kCounters[] = {
+        {"CPU %", format::kSampleFields, false, false},
+        {"minor faults", format::kSampleMinorFaults, false, false},
+        {"major faults", format::kSampleMajorFaults, false, false},
+        {"voluntary context switches", format::kSampleVoluntarySwitches, false, false},
+        {"involuntary context switches", format::kSampleInvoluntarySwitches, false, false},
+        {"RSS", format::kSampleRssBytes, true, false},
+        {"heap bytes", format::kSampleHeapBytes, true, true},
+        {"heap objects", format::kSampleHeapObjects, false, true},
+        {"allocated bytes", format::kSampleAllocBytes, true, true},
+        {"freed bytes", format::kSampleFreedBytes, true, true},
+    };
+    constexpr uint32_t kStateTrack = 15;
+    auto describe = [&](uint64_t uuid, std::string_view name, bool counter, bool bytes) {
+      std::string desc;
+      PutVarintField(&desc, track_descriptor::kUuid, uuid);
+      PutBytesField(&desc, track_descriptor::kName, name);
+      PutVarintField(&desc, track_descriptor::kParentUuid, thread_uuid);
+      if (counter) {
+        std::string c;
+        if (bytes) PutVarintField(&c, track_descriptor::kCounterUnit, track_descriptor::kUnitSizeBytes);
+        PutBytesField(&desc, track_descriptor::kCounter, c);
+      }
+      BeginPacket();
+      PutBytesField(&packet_, packet::kTrackDescriptor, desc);
+      EndPacket();
+    };
+    for (uint32_t k = 0; k < std::size(kCounters); ++k) {
+      if (kCounters[k].needs_alloc && !alloc) continue;
+      describe(track_uuid(k), kCounters[k].name, true, kCounters[k].bytes);
+    }
+    if (!s.states.empty()) describe(track_uuid(kStateTrack), "state", false, false);
+
+    // Samples and state spans merged in time order: a sequence's timestamps only go forward.
+    const std::vector<model::StateSpan> spans = model::StateSpans(s, t.exit_tsc ? t.exit_tsc : t.snapshot_tsc);
+    struct Item {
+      int64_t ts;
+      int kind;  // 0 state end, 1 state begin, 2 sample (ends sort first at equal times)
+      size_t index;
+    };
+    std::vector<Item> items;
+    for (size_t i = 0; i < s.samples.size(); ++i)
+      items.push_back({ctx_->clock.MonotonicNs(s.samples[i][format::kSampleTsc]), 2, i});
+    for (size_t i = 0; i < spans.size(); ++i) {
+      items.push_back({ctx_->clock.MonotonicNs(spans[i].begin_tsc), 1, i});
+      items.push_back({ctx_->clock.MonotonicNs(spans[i].end_tsc), 0, i});
+    }
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return a.ts != b.ts ? a.ts < b.ts : a.kind < b.kind;
+    });
+    for (const Item& it : items) {
+      if (it.kind != 2) {
+        event_.clear();
+        PutVarintField(&event_, track_event::kType, it.kind == 1 ? track_event::kTypeSliceBegin : track_event::kTypeSliceEnd);
+        PutVarintField(&event_, track_event::kTrackUuid, track_uuid(kStateTrack));
+        if (it.kind == 1) PutBytesField(&event_, track_event::kName, model::StateName(spans[it.index].state));
+        BeginPacket();
+        PutTimestamp(it.ts);
+        PutBytesField(&packet_, packet::kTrackEvent, event_);
+        EndPacket();
+        continue;
+      }
+      const auto& v = s.samples[it.index];
+      for (uint32_t k = 0; k < std::size(kCounters); ++k) {
+        const Counter& c = kCounters[k];
+        if (c.needs_alloc && !alloc) continue;
+        // CPU % of the interval that starts at this sample (none after the last one).
+        if (c.field == format::kSampleFields && it.index + 1 >= s.samples.size()) continue;
+        event_.clear();
+        PutVarintField(&event_, track_event::kType, track_event::kTypeCounter);
+        PutVarintField(&event_, track_event::kTrackUuid, track_uuid(k));
+        if (c.field == format::kSampleFields) {
+          PutDoubleField(&event_, track_event::kDoubleCounterValue,
+                         100.0 * model::CpuShare(v, s.samples[it.index + 1], ctx_->clock));
+        } else {
+          PutVarintField(&event_, track_event::kCounterValue, v[c.field]);
+        }
+        BeginPacket();
+        PutTimestamp(it.ts);
+        PutBytesField(&packet_, packet::kTrackEvent, event_);
+        EndPacket();
+      }
+    }
+  }
+
   // The first packet of a sequence: incremental state cleared, the clock
   // snapshot that anchors its delta timestamps, the defaults.
   void StartSequence(uint32_t sequence, uint64_t track_uuid, bool primary_clock) {
@@ -339,6 +468,7 @@ class PerfettoSink : public model::TraceSink {
   std::string buf_, packet_, event_, scratch_;
   uint64_t process_uuid_ = 0;
   uint32_t thread_index_ = 0;
+  const format::ThreadInfo* thread_ = nullptr;
   uint32_t sequence_ = 0;
   bool first_on_sequence_ = false;
   int64_t last_ts_ = 0;

@@ -205,7 +205,7 @@ Runner SetupRecord(CLI::App* sub) {
                 "thread's CPU time) or --sample=wall (every 1 ms of wall time) (LOOKBACK_SAMPLE)");
   sub->add_option("--sample-interval", o->sample_interval, "Time between samples (LOOKBACK_SAMPLE_INTERVAL, default 1ms)");
   sub->add_option("--state-interval", o->state_interval,
-                  "How often thread states are polled; 0 = never (LOOKBACK_STATE_INTERVAL, default: the sample interval)");
+                  "How often thread states are polled; 0 = never (LOOKBACK_STATE_INTERVAL, default 10ms)");
   sub->add_option("--sample-signal", o->sample_signal, "Signal that drives samples (LOOKBACK_SAMPLE_SIGNAL, default URG)");
   sub->add_flag("--sample-alloc", o->sample_alloc,
                 "Also count each thread's allocated and freed bytes (preloads liblookback-alloc.so; implies --sample)");

@@ -354,7 +354,7 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
   if (const char* v = getenv_fn("LOOKBACK_STATE_INTERVAL"); v && *v) {
     uint64_t ns = 0;
     if (!ParseDuration(v, &ns) || (ns != 0 && (ns < 100'000 || ns > 10'000'000'000))) {
-      bad("LOOKBACK_STATE_INTERVAL", v, "is not 0 (off) or a duration from 100us to 10s; using the sample interval");
+      bad("LOOKBACK_STATE_INTERVAL", v, "is not 0 (off) or a duration from 100us to 10s; using 10ms");
     } else {
       c.state_interval_ns = ns;
     }

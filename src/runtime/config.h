@@ -49,7 +49,7 @@ struct Config {
   // Sampling (docs/sampling.md).
   uint8_t sample_mode = 0;                 // LOOKBACK_SAMPLE: 0 off, 1 cpu (thread CPU time), 2 wall
   uint64_t sample_interval_ns = 1'000'000; // LOOKBACK_SAMPLE_INTERVAL
-  uint64_t state_interval_ns = ~uint64_t{0};  // LOOKBACK_STATE_INTERVAL: ~0 = the sample interval, 0 = off
+  uint64_t state_interval_ns = 10'000'000; // LOOKBACK_STATE_INTERVAL: 0 = off
   int sample_signal = 23;                  // LOOKBACK_SAMPLE_SIGNAL (SIGURG: not queued, ignored by default)
   std::string config_file;                 // LOOKBACK_CONFIG: name = value lines, overridden by the environment
 };

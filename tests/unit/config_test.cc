@@ -151,6 +151,39 @@ TEST(Config, RateLimitAppliesToAutomaticDetectorsOrToTheOnesNamed) {
   EXPECT_EQ(c.rate_limit[static_cast<size_t>(Detector::kStall)], 12u) << "a bad value keeps the defaults";
 }
 
+TEST(Config, SamplingIsOffByDefaultAndTakesAModeIntervalsAndASignal) {
+  std::vector<ConfigProblem> problems;
+  Config c = Parse({}, &problems);
+  EXPECT_EQ(c.sample_mode, 0);
+  EXPECT_EQ(c.sample_interval_ns, 1000000u);
+  EXPECT_EQ(c.state_interval_ns, 10000000u);
+  EXPECT_EQ(c.sample_signal, SIGURG);
+  c = Parse({{"LOOKBACK_SAMPLE", "wall"}, {"LOOKBACK_SAMPLE_INTERVAL", "500us"}, {"LOOKBACK_STATE_INTERVAL", "0"},
+             {"LOOKBACK_SAMPLE_SIGNAL", "RTMIN+3"}},
+            &problems);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(c.sample_mode, 2);
+  EXPECT_EQ(c.sample_interval_ns, 500000u);
+  EXPECT_EQ(c.state_interval_ns, 0u);  // never polled
+  EXPECT_EQ(c.sample_signal, SIGRTMIN + 3);
+  EXPECT_EQ(Parse({{"LOOKBACK_SAMPLE", "1"}}, &problems).sample_mode, 1);  // on = thread CPU time
+  EXPECT_EQ(Parse({{"LOOKBACK_SAMPLE", "cpu"}}, &problems).sample_mode, 1);
+}
+
+TEST(Config, BadSamplingValuesKeepDefaultsAndSayWhy) {
+  std::vector<ConfigProblem> problems;
+  Config c = Parse({{"LOOKBACK_SAMPLE", "often"}, {"LOOKBACK_SAMPLE_INTERVAL", "10us"},
+                    {"LOOKBACK_STATE_INTERVAL", "1h"}, {"LOOKBACK_SAMPLE_SIGNAL", "KILL"}},
+                   &problems);
+  EXPECT_EQ(c.sample_mode, 0);
+  EXPECT_EQ(c.sample_interval_ns, 1000000u);
+  EXPECT_EQ(c.state_interval_ns, 10000000u);
+  EXPECT_EQ(c.sample_signal, SIGURG);
+  ASSERT_EQ(problems.size(), 4u);
+  EXPECT_NE(problems[0].message.find("is not cpu, wall, 1 or 0"), std::string::npos);
+  EXPECT_NE(problems[1].message.find("100us to 10s"), std::string::npos);
+}
+
 TEST(Config, ConfigFileIsReadAndTheEnvironmentOverridesIt) {
   const std::string path = std::string(LOOKBACK_TEST_TMP) + "/config-" + std::to_string(getpid()) + ".conf";
   mkdir(LOOKBACK_TEST_TMP, 0755);

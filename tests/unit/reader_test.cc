@@ -91,6 +91,61 @@ TEST(Reader, RejectsTruncationAtEveryRecordBoundary) {
   }
 }
 
+// A dump recorded with `lookback record --sample` (tests/programs/sampling.cc,
+// 4 KiB rings, a sample every 5 ms): also a fuzzer seed.
+std::vector<uint8_t> SampledDump() {
+  std::ifstream f(std::string(LOOKBACK_SOURCE_DIR) + "/tests/data/corpus/seed-7-samples.lbk", std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// Byte offset of the first section of `type`, or 0.
+size_t SectionOffset(const std::vector<uint8_t>& b, uint32_t type) {
+  auto u32 = [&](size_t at) { return uint32_t{b[at]} | uint32_t{b[at + 1]} << 8 | uint32_t{b[at + 2]} << 16 | uint32_t{b[at + 3]} << 24; };
+  auto u64 = [&](size_t at) { return uint64_t{u32(at)} | uint64_t{u32(at + 4)} << 32; };
+  for (size_t off = format::kFileHeaderSize; off + 16 <= b.size(); off = (off + 16 + u64(off + 8) + 7) & ~size_t{7}) {
+    if (u32(off) == type) return off;
+  }
+  return 0;
+}
+
+TEST(Reader, SamplesAttachToTheThreadTheyFollow) {
+  const auto bytes = SampledDump();
+  ASSERT_FALSE(bytes.empty());
+  auto d = format::Dump::Parse(bytes);
+  ASSERT_TRUE(d.ok()) << d.error().ToString();
+  ASSERT_EQ(d.value().samples.size(), d.value().threads.size());
+  for (const auto& t : d.value().threads) {
+    const format::ThreadSamples* s = d.value().SamplesOf(t);
+    ASSERT_NE(s, nullptr) << t.name;
+    EXPECT_EQ(s->tid, t.tid);
+    EXPECT_EQ(s->interval_ns, 5000000u);
+    EXPECT_FALSE(s->samples.empty());
+  }
+  format::ThreadInfo stranger;
+  EXPECT_EQ(d.value().SamplesOf(stranger), nullptr);  // not one of the dump's threads
+}
+
+TEST(Reader, DamagedSamplesSectionsGiveClearErrors) {
+  const auto bytes = SampledDump();
+  const size_t at = SectionOffset(bytes, static_cast<uint32_t>(format::SectionType::kSamples));
+  ASSERT_NE(at, 0u);
+  auto with = [&](size_t offset, uint8_t value) {
+    auto copy = bytes;
+    copy[at + 16 + offset] = value;
+    return format::Dump::Parse(copy);
+  };
+  auto no_fields = with(16, 0);  // fields per sample
+  ASSERT_FALSE(no_fields.ok());
+  EXPECT_NE(no_fields.error().message.find("samples have 0 fields"), std::string::npos) << no_fields.error().ToString();
+  auto too_many = with(23, 0x7f);  // sample count's high byte
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.error().message.find("do not fit their section"), std::string::npos) << too_many.error().ToString();
+  auto other_thread = with(0, static_cast<uint8_t>(bytes[at + 16] + 1));  // tid
+  ASSERT_FALSE(other_thread.ok());
+  EXPECT_NE(other_thread.error().message.find("do not follow that thread's section"), std::string::npos);
+  for (size_t n = 0; n < bytes.size(); n += 97) EXPECT_FALSE(format::Dump::Parse({bytes.data(), n}).ok());
+}
+
 TEST(Reader, OpenReportsMissingFiles) {
   auto d = format::Dump::Open("/nonexistent/dump.lbk");
   ASSERT_FALSE(d.ok());

@@ -277,13 +277,14 @@ TEST_F(Sampling, TimerFileHasNineColumnsAndMatchesThePerfettoCounters) {
   EXPECT_EQ(files, dump_.samples.size());
   // CPU % of the spinner's intervals, as Perfetto shows it: at least the share it measured
   // itself in a typical interval (when the machine is shared, the time it waits piles up in
-  // a few intervals), never more than 100 (plus clock granularity); the sleeper's about 0.
+  // a few intervals), never more than 100 (plus clock granularity). (In cpu mode every
+  // interval that ends at a timer sample holds one interval of CPU time, even the sleeper's.)
   const auto& cpu = counters.at({FindThread(dump_, "spinner")->tid, "CPU %"});
   std::vector<double> sorted = cpu;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_GE(sorted[sorted.size() / 2], static_cast<double>(rec_->truth.at("spinner_cpu_permille")) / 10 - 20);
   EXPECT_LE(sorted.back(), 110.0);
-  for (double v : counters.at({FindThread(dump_, "sleeper")->tid, "CPU %"})) EXPECT_LE(v, 5.0);
+
 }
 
 TEST_F(Sampling, SqlTablesHoldTheSamplesAndStates) {

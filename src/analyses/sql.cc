@@ -197,7 +197,7 @@ struct SqlSink::Impl {
     return it->second;
   }
 
-  void InsertSamples(const format::ThreadSamples& ts, uint64_t end_tsc) {
+  void InsertSamples(const format::ThreadSamples& ts) {
     const bool alloc = (ts.flags & format::kSampleAlloc) != 0;
     static constexpr format::SampleField kColumns[] = {
         format::kSampleCpuNs, format::kSampleMinorFaults, format::kSampleMajorFaults,
@@ -216,7 +216,7 @@ struct SqlSink::Impl {
       }
       Step(s, "inserting a sample");
     }
-    for (const model::StateSpan& span : model::StateSpans(ts, end_tsc)) {
+    for (const model::StateSpan& span : model::StateSpans(ts, *thread)) {
       if (!error.empty()) return;
       sqlite3_stmt* s = insert_state.get();
       const int64_t begin = ctx->clock.MonotonicNs(span.begin_tsc);
@@ -350,7 +350,7 @@ void SqlSink::EndThread(const model::ThreadSummary& sum) {
   sqlite3_bind_int64(s, 11, static_cast<int64_t>(sum.unmatched_exits));
   sqlite3_bind_int64(s, 12, static_cast<int64_t>(sum.lost_records));
   if (m.Step(s, "inserting a thread")) ++stats_.threads;
-  if (const format::ThreadSamples* samples = m.ctx->dump->SamplesOf(t)) m.InsertSamples(*samples, end_tsc);
+  if (const format::ThreadSamples* samples = m.ctx->dump->SamplesOf(t)) m.InsertSamples(*samples);
 }
 
 std::string SqlSink::End() {

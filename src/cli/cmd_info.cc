@@ -59,7 +59,7 @@ void PrintSamples(const format::Dump& d, const model::ClockModel& clock) {
     auto delta = [&](format::SampleField f) { return b[f] >= a[f] ? b[f] - a[f] : 0; };
     // Time spent in each state over the timeline, largest first.
     std::map<char, uint64_t> in_state;
-    for (const auto& span : model::StateSpans(s, t.exit_tsc ? t.exit_tsc : t.snapshot_tsc)) in_state[span.state] += span.end_tsc - span.begin_tsc;
+    for (const auto& span : model::StateSpans(s, t)) in_state[span.state] += span.end_tsc - span.begin_tsc;
     uint64_t total = 0;
     for (const auto& [st, ticks] : in_state) total += ticks;
     std::vector<std::pair<uint64_t, char>> order;

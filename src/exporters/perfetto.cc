@@ -340,7 +340,7 @@ class PerfettoSink : public model::TraceSink {
     if (!s.states.empty()) describe(track_uuid(kStateTrack), "state", false, false);
 
     // Samples and state spans merged in time order: a sequence's timestamps only go forward.
-    const std::vector<model::StateSpan> spans = model::StateSpans(s, t.exit_tsc ? t.exit_tsc : t.snapshot_tsc);
+    const std::vector<model::StateSpan> spans = model::StateSpans(s, t);
     struct Item {
       int64_t ts;
       int kind;  // 0 state end, 1 state begin, 2 sample (ends sort first at equal times)

@@ -28,7 +28,8 @@ double CpuShare(const std::array<uint64_t, format::kSampleFields>& a, const std:
   return wall > 0 ? static_cast<double>(b[format::kSampleCpuNs] - a[format::kSampleCpuNs]) / wall : 0;
 }
 
-std::vector<StateSpan> StateSpans(const format::ThreadSamples& s, uint64_t end_tsc) {
+std::vector<StateSpan> StateSpans(const format::ThreadSamples& s, const format::ThreadInfo& t) {
+  const uint64_t end_tsc = t.exit_tsc != 0 ? t.exit_tsc : t.snapshot_tsc;
   std::vector<StateSpan> out;
   for (size_t i = 0; i < s.states.size(); ++i) {
     const uint64_t begin = s.states[i].tsc;

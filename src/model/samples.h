@@ -24,9 +24,9 @@ struct StateSpan {
   char state;
   uint64_t begin_tsc, end_tsc;
 };
-// The state changes as spans; the last one ends at `end_tsc` (the thread's
-// exit or the snapshot).
-std::vector<StateSpan> StateSpans(const format::ThreadSamples& s, uint64_t end_tsc);
+// The state changes of thread `t` as spans; the last one ends at the thread's
+// exit, or at the snapshot if it was alive.
+std::vector<StateSpan> StateSpans(const format::ThreadSamples& s, const format::ThreadInfo& t);
 
 // "every 1 ms of thread CPU time, perf task clock, allocation counting"
 std::string DescribeSampling(const format::ThreadSamples& s);

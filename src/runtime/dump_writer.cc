@@ -24,32 +24,29 @@
 
 namespace lookback::rt {
 
-namespace {
-
-// One copy attempt; returns the index of the first record kept and whether
-// the owner overwrote part of what was copied.
-uint64_t CopyRing(const Ring& r, std::vector<uint64_t>* out, bool* overrun) {
-  // Reader side of the ring protocol (hot_path.h). Records the owner may
+uint64_t CopyPublished(const uint64_t* pos, const uint64_t* slots, uint64_t capacity, uint32_t width,
+                       uint64_t margin, std::vector<uint64_t>* out, bool* overrun) {
+  // Reader side of the ring protocol (hot_path.h). Entries the owner may
   // overwrite while we copy are those with index <= pos2 - capacity +
-  // kMaxSlotsPerPublish - 1 where pos2 is read after the copy: drop them.
-  const uint64_t cap = r.capacity;
-  const uint64_t end = __atomic_load_n(&r.pos, __ATOMIC_ACQUIRE);
-  uint64_t begin = end > cap ? end - cap : 0;
-  out->resize(end - begin);
-  for (uint64_t i = begin; i < end; ++i) (*out)[i - begin] = __atomic_load_n(&r.slots[i & r.mask], __ATOMIC_RELAXED);
+  // margin - 1 where pos2 is read after the copy: drop them.
+  const uint64_t end = __atomic_load_n(pos, __ATOMIC_ACQUIRE);
+  uint64_t begin = end > capacity ? end - capacity : 0;
+  out->resize((end - begin) * width);
+  for (uint64_t i = begin; i < end; ++i) {
+    const uint64_t* slot = slots + (i & (capacity - 1)) * width;
+    for (uint32_t f = 0; f < width; ++f) (*out)[(i - begin) * width + f] = __atomic_load_n(&slot[f], __ATOMIC_RELAXED);
+  }
   std::atomic_thread_fence(std::memory_order_acquire);
-  const uint64_t pos2 = __atomic_load_n(&r.pos, __ATOMIC_RELAXED);
-  const uint64_t unsafe_below = pos2 + kMaxSlotsPerPublish > cap ? pos2 + kMaxSlotsPerPublish - cap : 0;
+  const uint64_t pos2 = __atomic_load_n(pos, __ATOMIC_RELAXED);
+  const uint64_t unsafe_below = pos2 + margin > capacity ? pos2 + margin - capacity : 0;
   *overrun = unsafe_below > begin;
   if (*overrun) {
-    const uint64_t drop = std::min<uint64_t>(unsafe_below - begin, out->size());
-    out->erase(out->begin(), out->begin() + static_cast<ptrdiff_t>(drop));
+    const uint64_t drop = std::min<uint64_t>(unsafe_below - begin, end - begin);
+    out->erase(out->begin(), out->begin() + static_cast<ptrdiff_t>(drop * width));
     begin += drop;
   }
   return begin;
 }
-
-}  // namespace
 
 uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
   // A window of at least half a ring always holds an EPOCH and a FN_BASE
@@ -63,7 +60,7 @@ uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
   out->clear();
   for (int i = 0; i < 4; ++i) {
     bool overrun = false;
-    const uint64_t first = CopyRing(r, &attempt, &overrun);
+    const uint64_t first = CopyPublished(&r.pos, r.slots, r.capacity, 1, kMaxSlotsPerPublish, &attempt, &overrun);
     if (attempt.size() >= out->size()) {
       out->swap(attempt);
       best_first = first;

@@ -151,9 +151,7 @@ Ring* ThreadInit() {
   }
   if (r != nullptr && !Register(rt, r)) {
     StopThreadSampling(r);
-    FreeSampleBuffer(r);
-    rt.reserved_bytes.fetch_sub(r->map_bytes, std::memory_order_relaxed);
-    munmap(r, r->map_bytes);
+    FreeRing(r);
     r = nullptr;
   }
   if (r == nullptr) {
@@ -193,9 +191,7 @@ void AtForkChild() {
   new (g_mutex_storage) std::mutex;
   for (uint32_t i = 0; i < rt.registry_size; ++i) {
     Ring* r = rt.registry[i].exchange(nullptr, std::memory_order_relaxed);
-    if (r == nullptr) continue;
-    FreeSampleBuffer(r);  // closes the parent's perf events and /proc files inherited here
-    munmap(r, r->map_bytes);
+    if (r != nullptr) FreeRing(r);  // also closes the parent's perf events and /proc files inherited here
   }
   rt.reserved_bytes.store(0, std::memory_order_relaxed);
   SamplingAfterForkChild();

@@ -80,6 +80,12 @@ DumpOutcome WriteDump(const Trigger& trigger) __attribute__((no_instrument_funct
 // Copies a live ring without stopping its writer (the seqlock reader side).
 // Returns the index of the first record kept; `out` gets the records.
 uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) __attribute__((no_instrument_function));
+// One copy of a single-writer log published through `*pos` (entries of
+// `width` u64 in `capacity` slots, a power of two; a publication writes at
+// most `margin` entries). Returns the index of the first entry kept; sets
+// `overrun` when the writer overwrote part of what was copied.
+uint64_t CopyPublished(const uint64_t* pos, const uint64_t* slots, uint64_t capacity, uint32_t width, uint64_t margin,
+                       std::vector<uint64_t>* out, bool* overrun) __attribute__((no_instrument_function));
 
 // A caught exception or longjmp just left frames without exits on this
 // thread: the next entry records its call site (ControlKind::kUnwindTo).

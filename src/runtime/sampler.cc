@@ -297,27 +297,9 @@ uint64_t PollThreadStates(uint64_t now_ns) {
 }
 
 uint64_t SnapshotSamples(const SampleBuffer& s, std::vector<uint64_t>* samples, std::vector<uint64_t>* states) {
-  // Reader side of the ring protocol, with one-slot publications.
-  auto copy = [](const uint64_t* pos_p, uint64_t cap, uint32_t width, const uint64_t* base, std::vector<uint64_t>* out) {
-    const uint64_t end = __atomic_load_n(pos_p, __ATOMIC_ACQUIRE);
-    uint64_t begin = end > cap ? end - cap : 0;
-    out->resize((end - begin) * width);
-    for (uint64_t i = begin; i < end; ++i) {
-      for (uint32_t f = 0; f < width; ++f)
-        (*out)[(i - begin) * width + f] = __atomic_load_n(&base[(i & (cap - 1)) * width + f], __ATOMIC_RELAXED);
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    const uint64_t pos2 = __atomic_load_n(pos_p, __ATOMIC_RELAXED);
-    const uint64_t unsafe_below = pos2 + 1 > cap ? pos2 + 1 - cap : 0;
-    if (unsafe_below > begin) {
-      const uint64_t drop = std::min<uint64_t>(unsafe_below - begin, end - begin);
-      out->erase(out->begin(), out->begin() + static_cast<ptrdiff_t>(drop * width));
-      begin += drop;
-    }
-    return begin;
-  };
-  copy(&s.state_pos, kStateCapacity, 2, &s.states[0][0], states);
-  return copy(&s.pos, kSampleCapacity, format::kSampleFields, &s.samples[0][0], samples);
+  bool overrun = false;  // one-entry publications: a single try always keeps all but one slot
+  CopyPublished(&s.state_pos, &s.states[0][0], kStateCapacity, 2, 1, states, &overrun);
+  return CopyPublished(&s.pos, &s.samples[0][0], kSampleCapacity, format::kSampleFields, 1, samples, &overrun);
 }
 
 }  // namespace lookback::rt

@@ -64,7 +64,7 @@ function(lookback_instrument target)
       # The pass refers to the runtime weakly, which pulls nothing out of an
       # archive: ask for the slow path by name.
       target_link_libraries(${target} PRIVATE lookback::runtime_static)
-      target_link_options(${target} PRIVATE "-Wl,--undefined=lb_record_slow")
+      target_link_options(${target} PRIVATE "-Wl,--undefined=lb_pass_record_slow")
     else()
       target_link_libraries(${target} PRIVATE lookback::runtime)
     endif()

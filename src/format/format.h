@@ -14,23 +14,40 @@
 namespace lookback::format {
 
 // ---------------------------------------------------------------------------
-// Ring records: one 64-bit slot each.
+// Ring records: one 64-bit slot each (version 4 layout; see RecordLayout for
+// the layout of older dumps, which readers still decode).
 //
 //   bit 63 = 1  EVENT    bit 62: 0 entry, 1 exit
-//                        bits 61..32: low 30 bits of the TSC
+//                        bits 61..60: base slot (which of the thread's four
+//                                     announced key bases the key is under)
+//                        bits 59..32: low 28 bits of the TSC
 //                        bits 31..0 : low 32 bits of the function key
 //   bit 63 = 0  CONTROL  bits 62..56: kind (ControlKind)
 //                        bits 55..0 : payload
 //
 // A function key is 56 bits: a native code address (user space, < 2^47), or a
-// managed-runtime method id tagged with kKeyMethodTag. The upper 24 bits of
-// the key (key >> 32) are the thread's current "function base", announced by
-// a FN_BASE record whenever it changes; the upper bits of the TSC (tsc >> 30,
-// the "epoch") are announced by an EPOCH record whenever they change. Both are
-// re-announced every half ring (kSyncEveryHalfRing) so any window of a ring
-// can be decoded on its own.
+// managed-runtime method id tagged with kKeyMethodTag. Its upper 24 bits
+// (key >> 32, the "base") live in one of four per-thread base slots, each
+// announced by a FN_BASE record when it is (re)assigned, so a program whose
+// calls alternate between up to four 4 GiB regions (executable, libstdc++, a
+// JIT region, the runtime) writes one record per event. The upper bits of the
+// TSC (tsc >> 28, the "epoch") are announced by an EPOCH record whenever they
+// change. Both are re-announced at least every SyncInterval(capacity) records
+// ("sync"), and each announcement carries what it replaced, so every window of
+// a ring that holds one sync decodes completely (FORMAT.md, "The bound").
 // ---------------------------------------------------------------------------
-inline constexpr unsigned kTscLowBits = 30;
+
+// How a ring's records are laid out. The writer always uses kLayout; a reader
+// takes the layout of the dump's version (LayoutOfVersion).
+struct RecordLayout {
+  unsigned tsc_low_bits;  // TSC bits kept in an EVENT
+  unsigned slot_bits;     // base-slot bits in an EVENT (0: one base, versions 1-3)
+};
+inline constexpr RecordLayout kLayoutV1{30, 0};  // dump versions 1..3
+inline constexpr RecordLayout kLayoutV4{28, 2};  // dump version 4
+inline constexpr RecordLayout kLayout = kLayoutV4;
+
+inline constexpr unsigned kTscLowBits = kLayout.tsc_low_bits;
 inline constexpr uint64_t kTscLowMask = (uint64_t{1} << kTscLowBits) - 1;
 inline constexpr unsigned kKeyBits = 56;
 inline constexpr uint64_t kKeyLimit = uint64_t{1} << kKeyBits;  // keys must be below
@@ -39,27 +56,34 @@ inline constexpr unsigned kKeyBaseBits = kKeyBits - 32;  // 24
 inline constexpr uint64_t kKeyBaseMask = (uint64_t{1} << kKeyBaseBits) - 1;
 // Method ids from a managed runtime (JVM) live above every user-space address.
 inline constexpr uint64_t kKeyMethodTag = uint64_t{1} << 55;
+inline constexpr unsigned kBaseSlots = 4;  // 1 << kLayout.slot_bits
+inline constexpr unsigned kSlotShift = 60;
 
 inline constexpr uint64_t kEventBit = uint64_t{1} << 63;
 inline constexpr uint64_t kExitBit = uint64_t{1} << 62;
 
 enum class ControlKind : uint8_t {
   kEmpty = 0,    // an all-zero slot: never written by the recorder
-  kEpoch = 1,    // payload: bits 0..33 new epoch (tsc >> 30); bits 34..55 epochs since previous (0 = none, saturates)
-  kFnBase = 2,   // payload: bits 0..23 new base; bits 24..47 previous base; bit 48 previous is known
+  kEpoch = 1,    // payload: new epoch (tsc >> tsc_low_bits), then epochs since the previous (0: none; saturates)
+  kFnBase = 2,   // payload: bits 0..23 new base; 24..47 the slot's previous base; 48 previous is known;
+                 // 49..50 slot (version 4); 51..54 slots in use once this record is applied (version 4)
   kResume = 3,   // tracing resumed on this thread after a gap: nesting before it is unrelated
   kUnwindTo = 4, // payload: a call site (code address). Written before the first entry after a
                  // non-local exit (caught exception, longjmp): frames above the innermost frame
                  // of the function containing this address were left without an exit.
 };
 
-inline constexpr unsigned kEpochBits = 64 - kTscLowBits;  // 34
+// EPOCH payload: the epoch in the low (64 - tsc_low_bits) bits, the distance
+// back to the previous announcement in the rest (kEpochDeltaMax: unknown).
+inline constexpr unsigned EpochBits(RecordLayout l) { return 64 - l.tsc_low_bits; }
+inline constexpr unsigned kEpochBits = EpochBits(kLayout);  // 36
 inline constexpr uint64_t kEpochMask = (uint64_t{1} << kEpochBits) - 1;
-inline constexpr unsigned kEpochDeltaBits = 56 - kEpochBits;  // 22
+inline constexpr unsigned kEpochDeltaBits = 56 - kEpochBits;  // 20: 2^48 ticks, 30 h at 2.6 GHz
 inline constexpr uint64_t kEpochDeltaMax = (uint64_t{1} << kEpochDeltaBits) - 1;  // saturated: unknown
 
-inline constexpr uint64_t MakeEvent(bool exit, uint64_t tsc, uint64_t key) {
-  return kEventBit | (exit ? kExitBit : 0) | ((tsc & kTscLowMask) << 32) | (key & kKeyLowMask);
+inline constexpr uint64_t MakeEvent(bool exit, unsigned slot, uint64_t tsc, uint64_t key) {
+  return kEventBit | (exit ? kExitBit : 0) | (uint64_t{slot & (kBaseSlots - 1)} << kSlotShift) |
+         ((tsc & kTscLowMask) << 32) | (key & kKeyLowMask);
 }
 
 inline constexpr uint64_t MakeControl(ControlKind kind, uint64_t payload) {
@@ -71,28 +95,65 @@ inline constexpr uint64_t MakeEpoch(uint64_t epoch, uint64_t delta) {
   return MakeControl(ControlKind::kEpoch, (epoch & kEpochMask) | (delta << kEpochBits));
 }
 
-inline constexpr uint64_t MakeFnBase(uint64_t base, uint64_t previous, bool previous_known) {
+// `in_use`: bit s set for every slot that holds a base once this record is
+// applied (readers use it to know which slots a window may refer to).
+inline constexpr uint64_t MakeFnBase(unsigned slot, uint64_t base, uint64_t previous, bool previous_known,
+                                     unsigned in_use) {
   return MakeControl(ControlKind::kFnBase, (base & kKeyBaseMask) | ((previous & kKeyBaseMask) << 24) |
-                                               (previous_known ? uint64_t{1} << 48 : 0));
+                                               (previous_known ? uint64_t{1} << 48 : 0) |
+                                               (uint64_t{slot & (kBaseSlots - 1)} << 49) |
+                                               (uint64_t{in_use & 0xfu} << 51));
 }
 
-// Decoding helpers (the reader's side of the same definitions).
+// Decoding helpers (the reader's side of the same definitions). Those that
+// depend on the layout take it; the default is the one this writer writes.
 inline constexpr bool IsEvent(uint64_t r) { return (r & kEventBit) != 0; }
 inline constexpr bool IsExit(uint64_t r) { return (r & kExitBit) != 0; }
-inline constexpr uint64_t EventTscLow(uint64_t r) { return (r >> 32) & kTscLowMask; }
+inline constexpr uint64_t EventTscLow(uint64_t r, RecordLayout l = kLayout) {
+  return (r >> 32) & ((uint64_t{1} << l.tsc_low_bits) - 1);
+}
+inline constexpr unsigned EventSlot(uint64_t r, RecordLayout l = kLayout) {
+  return l.slot_bits == 0 ? 0 : static_cast<unsigned>((r >> kSlotShift) & ((1u << l.slot_bits) - 1));
+}
 inline constexpr uint64_t EventKeyLow(uint64_t r) { return r & kKeyLowMask; }
 inline constexpr uint8_t ControlKindOf(uint64_t r) { return static_cast<uint8_t>((r >> 56) & 0x7f); }
 inline constexpr uint64_t ControlPayload(uint64_t r) { return r & ((uint64_t{1} << 56) - 1); }
-inline constexpr uint64_t EpochValue(uint64_t r) { return ControlPayload(r) & kEpochMask; }
-inline constexpr uint64_t EpochDelta(uint64_t r) { return ControlPayload(r) >> kEpochBits; }
+inline constexpr uint64_t EpochValue(uint64_t r, RecordLayout l = kLayout) {
+  return ControlPayload(r) & ((uint64_t{1} << EpochBits(l)) - 1);
+}
+inline constexpr uint64_t EpochDelta(uint64_t r, RecordLayout l = kLayout) { return ControlPayload(r) >> EpochBits(l); }
+inline constexpr uint64_t EpochDeltaMax(RecordLayout l) { return (uint64_t{1} << (56 - EpochBits(l))) - 1; }
 inline constexpr uint64_t FnBaseValue(uint64_t r) { return ControlPayload(r) & kKeyBaseMask; }
 inline constexpr uint64_t FnBasePrevious(uint64_t r) { return (ControlPayload(r) >> 24) & kKeyBaseMask; }
 inline constexpr bool FnBasePreviousKnown(uint64_t r) { return (ControlPayload(r) >> 48) & 1; }
+inline constexpr unsigned FnBaseSlot(uint64_t r, RecordLayout l = kLayout) {
+  return l.slot_bits == 0 ? 0 : static_cast<unsigned>((ControlPayload(r) >> 49) & (kBaseSlots - 1));
+}
+inline constexpr unsigned FnBaseInUse(uint64_t r, RecordLayout l = kLayout) {
+  return l.slot_bits == 0 ? 1u : static_cast<unsigned>((ControlPayload(r) >> 51) & 0xfu);
+}
 
-static_assert(MakeEvent(true, ~uint64_t{0}, ~uint64_t{0}) == ~uint64_t{0});
+// Announcements are repeated at least this often (in records), so any window
+// of SyncInterval + 2 * kMaxSlotsPerPublish records holds a complete sync.
+// A quarter ring at most, so a snapshot's window (at least half a ring) always
+// holds one; at most 4096, so small windows decode too (the cost is five
+// records every 4096, 0.12 %).
+inline constexpr uint64_t kMaxSyncInterval = 4096;
+inline constexpr uint64_t SyncInterval(uint64_t capacity) {
+  return capacity / 4 < kMaxSyncInterval ? capacity / 4 : kMaxSyncInterval;
+}
+// At most this many slots are written by one publication: EPOCH, a FN_BASE
+// per slot (a sync re-announces all four), UNWIND_TO, the EVENT. Snapshot
+// readers widen their "maybe torn" margin by it.
+inline constexpr uint64_t kMaxSlotsPerPublish = 2 + kBaseSlots + 1;
+
+static_assert(MakeEvent(true, 3, ~uint64_t{0}, ~uint64_t{0}) == ~uint64_t{0});
+static_assert(EventSlot(MakeEvent(false, 2, 0, 0)) == 2 && EventTscLow(MakeEvent(false, 3, ~uint64_t{0}, 0)) == kTscLowMask);
 static_assert(EpochValue(MakeEpoch(kEpochMask, 1)) == kEpochMask);
 static_assert(EpochDelta(MakeEpoch(5, kEpochDeltaMax + 10)) == kEpochDeltaMax);
-static_assert(FnBasePrevious(MakeFnBase(1, kKeyBaseMask, true)) == kKeyBaseMask);
+static_assert(FnBasePrevious(MakeFnBase(3, 1, kKeyBaseMask, true, 0xf)) == kKeyBaseMask);
+static_assert(FnBaseSlot(MakeFnBase(3, 1, 0, false, 0xf)) == 3 && FnBaseInUse(MakeFnBase(0, 1, 0, false, 0xf)) == 0xf);
+static_assert(FnBaseSlot(MakeFnBase(3, 1, 0, false, 0xf), kLayoutV1) == 0);
 
 // ---------------------------------------------------------------------------
 // Dump file: a 64-byte header, then sections. Every section is
@@ -100,8 +161,12 @@ static_assert(FnBasePrevious(MakeFnBase(1, kKeyBaseMask, true)) == kKeyBaseMask)
 // Readers skip section types they do not know.
 // ---------------------------------------------------------------------------
 inline constexpr char kMagic[8] = {'L', 'O', 'O', 'K', 'B', 'A', 'C', 'K'};
-inline constexpr uint16_t kDumpVersion = 3;  // 2: TRIGGER section, kThreadTrimmed; 3: SAMPLES section
-inline constexpr uint16_t kMinReaderVersion = 1;
+inline constexpr uint16_t kDumpVersion = 4;  // 2: TRIGGER section, kThreadTrimmed; 3: SAMPLES section;
+                                             // 4: base slots in records, 28 TSC bits
+inline constexpr uint16_t kMinReaderVersion = 4;
+
+// The record layout of a dump of version `v`.
+inline constexpr RecordLayout LayoutOfVersion(uint16_t v) { return v >= 4 ? kLayoutV4 : kLayoutV1; }
 inline constexpr uint32_t kFileHeaderSize = 64;
 inline constexpr uint32_t kSectionHeaderSize = 16;
 

@@ -204,8 +204,10 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
         ClockInfo& k = d.clock;
         c.U64(&k.ticks), c.U64(&k.ns), c.U64(&k.ref_tsc), c.U64(&k.ref_monotonic_ns), c.U64(&k.ref_realtime_ns);
         c.U32(&k.tsc_low_bits), c.U32(&k.uncertainty_ppb);
-        if (!c.failed() && k.tsc_low_bits != kTscLowBits)
-          return Error{"unsupported timestamp truncation of " + std::to_string(k.tsc_low_bits) + " bits", body + 40};
+        if (!c.failed() && k.tsc_low_bits != d.layout().tsc_low_bits)
+          return Error{"unsupported timestamp truncation of " + std::to_string(k.tsc_low_bits) + " bits for a version " +
+                           std::to_string(d.version) + " dump (expected " + std::to_string(d.layout().tsc_low_bits) + ")",
+                       body + 40};
         have_clock = !c.failed();
         break;
       }

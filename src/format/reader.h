@@ -123,6 +123,8 @@ class Dump {
   // Problems that did not stop parsing (unknown sections, trailing bytes...).
   std::vector<Error> warnings;
 
+  // How this dump's records are laid out (by its version).
+  RecordLayout layout() const { return LayoutOfVersion(version); }
   // Record i (0-based within the thread's window); i < record_count.
   uint64_t Record(const ThreadInfo& t, uint64_t i) const;
   // The samples of a thread of this dump, or nullptr.

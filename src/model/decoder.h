@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "format/reader.h"
+#include "format/record_state.h"
 
 namespace lookback::model {
 
@@ -30,52 +31,40 @@ struct Event {
 struct DecodeStats {
   uint64_t records = 0;
   uint64_t events = 0;
-  uint64_t undecodable_prefix = 0;  // events before the window's first usable EPOCH/FN_BASE
+  uint64_t undecodable_prefix = 0;  // events whose epoch or base no announcement in the window gives
   uint64_t unknown_records = 0;     // control kinds this reader does not know, or empty slots
   uint64_t backwards = 0;           // events whose timestamp is below the previous one
   uint64_t resumes = 0;
 };
 
-template <class Sink>
-DecodeStats DecodeThread(const format::Dump& dump, const format::ThreadInfo& t, Sink&& sink) {
+// Decodes `n` records of one thread's window (`get(i)` returns record i)
+// laid out as `layout`, calling `sink` with every event in order.
+template <class Get, class Sink>
+DecodeStats DecodeRecords(uint64_t n, format::RecordLayout layout, Get&& get, Sink&& sink) {
   using namespace format;
   DecodeStats st;
-  const uint64_t n = t.record_count;
   st.records = n;
-  // The state in force before the first announcement: EPOCH carries the
-  // distance back to the previous epoch, FN_BASE the previous base.
-  uint64_t epoch = ~uint64_t{0}, base = ~uint64_t{0};
-  bool epoch_found = false, base_found = false;
-  for (uint64_t i = 0; i < n && !(epoch_found && base_found); ++i) {
-    const uint64_t r = dump.Record(t, i);
-    if (IsEvent(r)) continue;
-    const auto kind = static_cast<ControlKind>(ControlKindOf(r));
-    if (kind == ControlKind::kEpoch && !epoch_found) {
-      epoch_found = true;
-      if (EpochDelta(r) != kEpochDeltaMax && EpochDelta(r) <= EpochValue(r)) epoch = EpochValue(r) - EpochDelta(r);
-    } else if (kind == ControlKind::kFnBase && !base_found) {
-      base_found = true;
-      if (FnBasePreviousKnown(r)) base = FnBasePrevious(r);
-    }
-  }
+  // The state in force before the first announcements (record_state.h).
+  RecordState state(layout);
+  state.Prime(n, get);
   uint64_t last_tsc = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t r = dump.Record(t, i);
+    const uint64_t r = get(i);
     if (IsEvent(r)) {
-      if (epoch == ~uint64_t{0} || base == ~uint64_t{0}) {
+      uint64_t tsc = 0, key = 0;
+      if (!state.Decode(r, &tsc, &key)) {
         ++st.undecodable_prefix;
         continue;
       }
-      const uint64_t tsc = (epoch << kTscLowBits) | EventTscLow(r);
       if (tsc < last_tsc) ++st.backwards;
       last_tsc = tsc;
       ++st.events;
-      sink(Event{IsExit(r) ? EventKind::kExit : EventKind::kEnter, tsc, (base << 32) | EventKeyLow(r), i});
+      sink(Event{IsExit(r) ? EventKind::kExit : EventKind::kEnter, tsc, key, i});
       continue;
     }
     switch (static_cast<ControlKind>(ControlKindOf(r))) {
-      case ControlKind::kEpoch: epoch = EpochValue(r); break;
-      case ControlKind::kFnBase: base = FnBaseValue(r); break;
+      case ControlKind::kEpoch:
+      case ControlKind::kFnBase: state.Apply(r); break;
       case ControlKind::kResume:
         ++st.resumes;
         sink(Event{EventKind::kResume, 0, 0, i});
@@ -85,6 +74,11 @@ DecodeStats DecodeThread(const format::Dump& dump, const format::ThreadInfo& t, 
     }
   }
   return st;
+}
+
+template <class Sink>
+DecodeStats DecodeThread(const format::Dump& dump, const format::ThreadInfo& t, Sink&& sink) {
+  return DecodeRecords(t.record_count, dump.layout(), [&](uint64_t i) { return dump.Record(t, i); }, sink);
 }
 
 enum FrameFlag : uint8_t {

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "format/record_state.h"
 #include "lookback/lookback.h"
 #include "runtime/runtime.h"
 #include "runtime/symbols.h"
@@ -105,7 +106,8 @@ struct ThreadState {
   uint64_t fired_scope[kMaxWatchedScopes] = {};
   // slow-call scanner
   bool scanning = false;
-  uint64_t scan_pos = 0, epoch = ~uint64_t{0}, base = ~uint64_t{0};
+  uint64_t scan_pos = 0;
+  format::RecordState state;
   std::vector<OpenCall> open;
 };
 
@@ -175,9 +177,12 @@ std::string Ms(uint64_t ns) {
   return buf;
 }
 
-// Innermost open function at `pos` (0: unknown), walking back at most 64 Ki records.
+// Innermost open function at `pos` (0: unknown), walking back at most 64 Ki
+// records. The key bases are the ring's current ones, stepped back through
+// each FN_BASE passed on the way (it names what its slot held before).
 uint64_t InnermostOpen(const Ring& r, uint64_t pos) {
-  uint64_t base = __atomic_load_n(&r.fn_base, __ATOMIC_RELAXED);
+  uint64_t base[format::kBaseSlots];
+  for (unsigned s = 0; s < format::kBaseSlots; ++s) base[s] = __atomic_load_n(&r.base[s], __ATOMIC_RELAXED);
   const uint64_t lowest = pos > r.capacity ? pos - r.capacity + 2 * kMaxSlotsPerPublish : 0;
   int depth = 0;
   for (uint64_t i = pos; i > lowest && pos - i < 65536;) {
@@ -185,7 +190,7 @@ uint64_t InnermostOpen(const Ring& r, uint64_t pos) {
     if (!format::IsEvent(rec)) {
       if (format::ControlKindOf(rec) == static_cast<uint8_t>(format::ControlKind::kFnBase)) {
         if (!format::FnBasePreviousKnown(rec)) return 0;
-        base = format::FnBasePrevious(rec);  // before this record, the previous base was in effect
+        base[format::FnBaseSlot(rec)] = format::FnBasePrevious(rec);  // in effect before this record
       }
       if (format::ControlKindOf(rec) == static_cast<uint8_t>(format::ControlKind::kResume)) return 0;
       continue;
@@ -193,7 +198,8 @@ uint64_t InnermostOpen(const Ring& r, uint64_t pos) {
     if (format::IsExit(rec)) {
       ++depth;
     } else if (depth == 0) {
-      return (base << 32) | format::EventKeyLow(rec);
+      const uint64_t b = base[format::EventSlot(rec)];
+      return b == kNoBase ? 0 : (b << 32) | format::EventKeyLow(rec);
     } else {
       --depth;
     }
@@ -209,13 +215,20 @@ void CheckStall(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
     st.stall_seen = false;
   }
   if (st.stall_seen || pos == 0) return;
-  // The last event's time: its low TSC bits with the ring's current epoch.
+  // The last event's time: its low TSC bits with the ring's current epoch,
+  // or the one an EPOCH between it and the end replaced.
   uint64_t last = 0;
-  for (uint64_t i = pos; i > 0 && pos - i < 8;) {
+  uint64_t epoch = __atomic_load_n(&r.epoch, __ATOMIC_RELAXED);
+  for (uint64_t i = pos; i > 0 && pos - i < 16;) {
     const uint64_t rec = __atomic_load_n(&r.slots[--i & r.mask], __ATOMIC_RELAXED);
     if (format::IsEvent(rec)) {
-      last = (__atomic_load_n(&r.epoch, __ATOMIC_RELAXED) << format::kTscLowBits) | format::EventTscLow(rec);
+      last = (epoch << format::kTscLowBits) | format::EventTscLow(rec);
       break;
+    }
+    if (format::ControlKindOf(rec) == static_cast<uint8_t>(format::ControlKind::kEpoch)) {
+      const uint64_t delta = format::EpochDelta(rec);
+      if (delta == format::kEpochDeltaMax || delta > format::EpochValue(rec)) return;
+      epoch = format::EpochValue(rec) - delta;
     }
   }
   if (last == 0 || last > now_tsc) return;
@@ -326,7 +339,8 @@ void ScanCalls(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
   if (!st.scanning || st.scan_pos < oldest) {  // first look, or the writer lapped us: start over
     st.scanning = true;
     st.scan_pos = oldest;
-    st.epoch = st.base = ~uint64_t{0};
+    st.state = format::RecordState();
+    st.state.Prime(pos - oldest, [&](uint64_t i) { return __atomic_load_n(&r.slots[(oldest + i) & r.mask], __ATOMIC_RELAXED); });
     st.open.clear();
   }
   const uint64_t from = st.scan_pos;
@@ -334,8 +348,8 @@ void ScanCalls(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
     const uint64_t rec = __atomic_load_n(&r.slots[i & r.mask], __ATOMIC_RELAXED);
     if (!IsEvent(rec)) {
       switch (static_cast<ControlKind>(ControlKindOf(rec))) {
-        case ControlKind::kEpoch: st.epoch = EpochValue(rec); break;
-        case ControlKind::kFnBase: st.base = FnBaseValue(rec); break;
+        case ControlKind::kEpoch:
+        case ControlKind::kFnBase: st.state.Apply(rec); break;
         case ControlKind::kResume: st.open.clear(); break;
         case ControlKind::kUnwindTo: {
           // Frames above the innermost watched call containing the call site were left.
@@ -355,14 +369,12 @@ void ScanCalls(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
       }
       continue;
     }
-    if (st.epoch == ~uint64_t{0} || st.base == ~uint64_t{0}) continue;
-    const uint64_t low = EventKeyLow(rec);
-    const uint32_t b = FilterBit(low);
+    const uint32_t b = FilterBit(EventKeyLow(rec));
     if ((d.call_filter[b >> 6] & (uint64_t{1} << (b & 63))) == 0) continue;
-    const uint64_t key = (st.base << 32) | low;
+    uint64_t tsc = 0, key = 0;
+    if (!st.state.Decode(rec, &tsc, &key)) continue;
     const auto it = d.calls.find(key);
     if (it == d.calls.end()) continue;
-    const uint64_t tsc = (st.epoch << kTscLowBits) | EventTscLow(rec);
     if (!IsExit(rec)) {
       if (st.open.size() < 64) st.open.push_back({key, tsc, false});
       continue;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "format/encode.h"
+#include "format/record_state.h"
 #include "runtime/runtime.h"
 #include "runtime/sampler.h"
 #include "runtime/triggers.h"
@@ -49,12 +50,12 @@ uint64_t CopyPublished(const uint64_t* pos, const uint64_t* slots, uint64_t capa
 }
 
 uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
-  // A window of at least half a ring always holds an EPOCH and a FN_BASE
-  // (re-announced every half ring), so it decodes on its own. A writer that
-  // overran more than half the ring during the copy (a long preemption of
-  // the copying thread, a tiny ring) gets the copy retried a few times; the
-  // best window is kept and whatever it cannot decode is reported by readers.
-  const uint64_t decodable = r.capacity / 2 + 2 * kMaxSlotsPerPublish;
+  // A window of a sync interval (at most a quarter ring) plus two
+  // publications holds a complete sync, so it decodes on its own. A writer
+  // that overran more than that during the copy (a long preemption of the
+  // copying thread, a tiny ring) gets the copy retried a few times; the best
+  // window is kept and whatever it cannot decode is reported by readers.
+  const uint64_t decodable = format::SyncInterval(r.capacity) + 2 * kMaxSlotsPerPublish;
   std::vector<uint64_t> attempt;
   uint64_t best_first = 0;
   out->clear();
@@ -236,34 +237,31 @@ void WriteSamples(FileSink* sink, const SampleBuffer& s, uint32_t tid, const Con
 // What is kept must still decode on its own and still say where the thread
 // was, so the window is prefixed with synthesized records: the entries of the
 // frames open at the cut (with their own timestamps, each preceded by the
-// EPOCH and FN_BASE it needs), then the EPOCH and FN_BASE in effect at the
-// cut. Returns the number of records dropped (0: nothing to trim).
+// EPOCH and the slot-0 FN_BASE it needs), then the EPOCH and every base slot
+// in effect at the cut. Returns the number of records dropped (0: nothing to
+// trim).
 uint64_t TrimToWindow(std::vector<uint64_t>* records, uint64_t cutoff_tsc) {
   using namespace format;
   struct Open {
     uint64_t key, tsc;
   };
   std::vector<Open> open;
-  uint64_t epoch = ~uint64_t{0}, base = ~uint64_t{0};
+  RecordState state;
+  state.Prime(records->size(), [&](uint64_t i) { return (*records)[i]; });
   size_t cut = records->size();
   for (size_t i = 0; i < records->size(); ++i) {
     const uint64_t rec = (*records)[i];
     if (!IsEvent(rec)) {
-      switch (static_cast<ControlKind>(ControlKindOf(rec))) {
-        case ControlKind::kEpoch: epoch = EpochValue(rec); break;
-        case ControlKind::kFnBase: base = FnBaseValue(rec); break;
-        case ControlKind::kResume: open.clear(); break;
-        default: break;
-      }
+      if (static_cast<ControlKind>(ControlKindOf(rec)) == ControlKind::kResume) open.clear();
+      state.Apply(rec);
       continue;
     }
-    if (epoch == ~uint64_t{0} || base == ~uint64_t{0}) continue;  // not decodable yet
-    const uint64_t tsc = (epoch << kTscLowBits) | EventTscLow(rec);
+    uint64_t tsc = 0, key = 0;
+    if (!state.Decode(rec, &tsc, &key)) continue;  // not decodable: nothing to carry over
     if (tsc >= cutoff_tsc) {
       cut = i;
       break;
     }
-    const uint64_t key = (base << 32) | EventKeyLow(rec);
     if (!IsExit(rec)) {
       if (open.size() < 256) open.push_back({key, tsc});
       continue;
@@ -275,21 +273,26 @@ uint64_t TrimToWindow(std::vector<uint64_t>* records, uint64_t cutoff_tsc) {
       }
     }
   }
-  if (epoch == ~uint64_t{0} || base == ~uint64_t{0}) return 0;
+  if (state.epoch() == RecordState::kUnknown) return 0;
   std::vector<uint64_t> prefix;
-  uint64_t e_prev = ~uint64_t{0}, b_prev = ~uint64_t{0};
-  auto sync = [&](uint64_t e, uint64_t b) {
-    if (e != e_prev) prefix.push_back(MakeEpoch(e, 0));
-    if (b != b_prev) prefix.push_back(MakeFnBase(b, 0, false));
-    e_prev = e;
-    b_prev = b;
-  };
+  uint64_t e_prev = RecordState::kUnknown, b_prev = RecordState::kUnknown;
   for (const Open& o : open) {
-    sync(o.tsc >> kTscLowBits, o.key >> 32);
-    prefix.push_back(MakeEvent(false, o.tsc, o.key));
+    if (o.tsc >> kTscLowBits != e_prev) prefix.push_back(MakeEpoch(o.tsc >> kTscLowBits, 0));
+    if (o.key >> 32 != b_prev) prefix.push_back(MakeFnBase(0, o.key >> 32, 0, false, 1));
+    e_prev = o.tsc >> kTscLowBits;
+    b_prev = o.key >> 32;
+    prefix.push_back(MakeEvent(false, 0, o.tsc, o.key));
   }
-  e_prev = b_prev = ~uint64_t{0};  // always announce both at the cut
-  sync(epoch, base);
+  // The state at the cut, announced in full: "previous unknown", so a reader
+  // never looks before it.
+  prefix.push_back(MakeEpoch(state.epoch(), 0));
+  unsigned in_use = 0;
+  for (unsigned s = 0; s < kBaseSlots; ++s) {
+    if (state.base(s) != RecordState::kUnknown) in_use |= 1u << s;
+  }
+  for (unsigned s = 0; s < kBaseSlots; ++s) {
+    if (state.base(s) != RecordState::kUnknown) prefix.push_back(MakeFnBase(s, state.base(s), 0, false, in_use));
+  }
   if (cut <= prefix.size()) return 0;  // trimming would not make the window smaller
   const uint64_t dropped = cut - prefix.size();
   std::copy(prefix.begin(), prefix.end(), records->begin() + static_cast<ptrdiff_t>(dropped));

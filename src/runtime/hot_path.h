@@ -18,7 +18,7 @@
 //
 // Concurrency contract (see FORMAT.md, "Snapshots"):
 //   - the owner thread is the only writer of slots[] and of pos, next_sync,
-//     epoch and fn_base; it publishes records by storing pos with release
+//     epoch, base[] and victim; it publishes records by storing pos with release
 //     semantics after the slot stores, and issues a release fence before the
 //     first slot store of each publication;
 //   - the control thread copies slots with relaxed loads, then an acquire
@@ -39,21 +39,37 @@
 
 namespace lookback::rt {
 
-// At most this many slots are written before one publication of pos (EPOCH,
-// FN_BASE, RESUME, event). Snapshot readers widen their "maybe torn" margin by it.
-inline constexpr uint64_t kMaxSlotsPerPublish = 4;
+using format::kMaxSlotsPerPublish;
 // Open scopes per thread whose start the detectors can see.
 inline constexpr uint32_t kMaxWatchedScopes = 8;
 
+// The version of this ABI (cache line 0 of Ring, lb_tls_ring's states, the
+// record encoding the fast path writes). Code that inlines the fast path into
+// a program (the clang pass) passes it to the runtime with its first slow-path
+// call; a runtime of another ABI then turns tracing off instead of handing out
+// a ring the program would misread (lb_pass_record_slow). Bump it on any
+// change of what the fast path reads or writes.
+#ifndef LOOKBACK_RING_ABI
+#define LOOKBACK_RING_ABI 2
+#endif
+inline constexpr uint32_t kRingAbi = LOOKBACK_RING_ABI;
+inline constexpr uint32_t kNoBase = ~uint32_t{0};  // an empty base slot: no valid key has this base
+
 struct alignas(64) Ring {
   // ---- cache line 0: the hot path reads all of it, the owner writes it ----
+#ifdef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
+  uint64_t foreign;    // only in the ABI test's second layout (tests/CMakeLists.txt, pass_abi)
+#endif
   uint64_t pos;        // records ever written by the owner; atomic, release-published
-  uint64_t next_sync;  // when pos reaches it, EPOCH and FN_BASE are re-announced
+  uint64_t next_sync;  // when pos reaches it (or a slow path comes within kMaxSlotsPerPublish), a sync
   uint64_t epoch;      // tsc >> kTscLowBits currently announced in the ring (~0: none)
-  uint64_t fn_base;    // key >> 32 currently announced (~0: none)
   uint64_t mask;       // capacity - 1 (capacity is a power of two); immutable
   uint64_t* slots;     // capacity slots; immutable
-  uint64_t pad0[2];
+  uint32_t base[format::kBaseSlots];  // key >> 32 announced in each base slot (kNoBase: empty)
+#ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
+  uint32_t victim;     // slow path only: the slot the next new base replaces (round robin)
+  uint32_t abi;        // kRingAbi of the runtime that set this ring up (for debuggers and dumps)
+#endif
   // ---- cache line 1+: cold metadata, see runtime.cc ----
   uint64_t capacity = 0;
   uint64_t map_bytes = 0;  // size of the mapping holding header and slots
@@ -79,8 +95,11 @@ struct alignas(64) Ring {
   std::atomic<uint64_t> late_scope_end{0};
   std::atomic<uint64_t> late_scope_start{0};
 };
-static_assert(__builtin_offsetof(Ring, pos) == 0 && __builtin_offsetof(Ring, slots) == 40);
+#ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
+static_assert(__builtin_offsetof(Ring, pos) == 0 && __builtin_offsetof(Ring, slots) == 32 &&
+              __builtin_offsetof(Ring, base) == 40);
 static_assert(__builtin_offsetof(Ring, capacity) == 64, "hot fields fill exactly one cache line");
+#endif
 
 enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
@@ -91,8 +110,15 @@ extern "C" {
 extern __thread lookback::rt::Ring* lb_tls_ring __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).
 extern lookback::rt::Ring lb_sentinel_ring __attribute__((visibility("default")));
-// Out of line and cold: thread setup, EPOCH/FN_BASE announcements, bad keys.
-void lb_record_slow(lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site)
+// Out of line and cold: thread setup, EPOCH/FN_BASE announcements, syncs, bad
+// keys. Internal to the runtime: code outside it (the clang pass) reaches it
+// through lb_pass_record_slow, which checks the caller's kRingAbi first.
+void lb_ring_slow(lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site)
+    __attribute__((noinline, cold, no_instrument_function, visibility("hidden")));
+// The slow path for code inlined outside the runtime: `abi` is the caller's
+// kRingAbi. Its signature never changes, whatever the ABI becomes.
+void lb_pass_record_slow(uint32_t abi, lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc,
+                         uint64_t call_site)
     __attribute__((noinline, cold, no_instrument_function, visibility("default")));
 }
 
@@ -106,15 +132,25 @@ LOOKBACK_HOT uint64_t LoadRelaxed(const uint64_t* p) { return __atomic_load_n(p,
 // drive the encoder with a fake clock; the real hooks pass __rdtsc().
 // `call_site` (the caller's return address, 0 if unknown) only reaches the
 // slow path, which records it after a non-local exit (see kUnwindTo).
+//
+// The key's base is looked up in the four slots without a branch (the last
+// match wins; slots never hold the same base twice), so calls that alternate
+// between regions cost what calls within one region cost. A key of 2^56 or
+// more can match no slot and goes to the slow path, which drops it.
 LOOKBACK_HOT void RecordAt(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site = 0) {
   const uint64_t pos = LoadRelaxed(&r->pos);
-  const uint64_t changed = ((tsc >> format::kTscLowBits) ^ r->epoch) | ((key >> 32) ^ r->fn_base);
+  const uint64_t hi = key >> 32;
+  uint64_t s = hi == r->base[1] ? 1 : 0;
+  s = hi == r->base[2] ? 2 : s;
+  s = hi == r->base[3] ? 3 : s;
+  const uint64_t changed = ((tsc >> format::kTscLowBits) ^ r->epoch) | (hi ^ r->base[s]) | (hi >> format::kKeyBaseBits);
   if (__builtin_expect((changed != 0) | (pos == r->next_sync), 0)) {
-    lb_record_slow(r, exit, key, tsc, call_site);
+    lb_ring_slow(r, exit, key, tsc, call_site);
     return;
   }
   std::atomic_thread_fence(std::memory_order_release);
-  __atomic_store_n(&r->slots[pos & r->mask], format::MakeEvent(exit, tsc, key), __ATOMIC_RELAXED);
+  __atomic_store_n(&r->slots[pos & r->mask], format::MakeEvent(exit, static_cast<unsigned>(s), tsc, key),
+                   __ATOMIC_RELAXED);
   __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
 }
 

@@ -40,6 +40,7 @@ enum ThreadStatus : uint8_t {
   kStatusDisabled,     // lb_thread_disable / LOOKBACK_ENABLED=0
   kStatusExited,       // past its exit hook
   kStatusControl,      // lookback's own thread
+  kStatusForeignAbi,   // the process runs inlined trace points of another ring ABI
 };
 
 __thread uint8_t tls_status __attribute__((tls_model("initial-exec"))) = kStatusNew;
@@ -50,6 +51,7 @@ __thread bool tls_unwind_pending __attribute__((tls_model("initial-exec"))) = fa
 __thread bool tls_enabled_by_api __attribute__((tls_model("initial-exec"))) = false;
 
 alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
+std::atomic<uint32_t> g_foreign_abi{0};  // the ring ABI of foreign inlined code seen (0: none)
 std::atomic<int> g_init_state{0};  // 0 none, 1 running, 2 done
 pthread_key_t g_exit_key;
 alignas(std::mutex) unsigned char g_mutex_storage[sizeof(std::mutex)];
@@ -104,9 +106,11 @@ Ring* AllocateRing(Runtime& rt) {
   }
   Ring* r = new (mem) Ring;
   r->pos = 0;
-  r->next_sync = 0;  // the first record announces EPOCH and FN_BASE
+  r->next_sync = 0;  // the first record is a sync: EPOCH and FN_BASE
   r->epoch = ~uint64_t{0};
-  r->fn_base = ~uint64_t{0};
+  for (uint32_t& b : r->base) b = kNoBase;
+  r->victim = 0;
+  r->abi = kRingAbi;
   r->mask = capacity - 1;
   r->slots = reinterpret_cast<uint64_t*>(static_cast<char*>(mem) + header);
   r->capacity = capacity;
@@ -129,6 +133,10 @@ bool Register(Runtime& rt, Ring* r) {
 // points reached from here (an instrumented malloc, say) record nothing.
 Ring* ThreadInit() {
   lb_tls_ring = nullptr;
+  if (g_foreign_abi.load(std::memory_order_relaxed) != 0) {
+    tls_status = kStatusForeignAbi;
+    return nullptr;
+  }
   if (!EnsureInitialised()) return nullptr;
   Runtime& rt = R();
   if (!rt.config.enabled && !tls_enabled_by_api) {
@@ -313,6 +321,16 @@ void Say(const std::string& line) {
   errno = saved;
 }
 
+void ForeignAbi(uint32_t abi) {
+  lb_tls_ring = nullptr;
+  tls_status = kStatusForeignAbi;
+  if (g_foreign_abi.exchange(abi, std::memory_order_relaxed) == 0) {
+    Say("this program's inlined trace points were built for lookback ring ABI " + std::to_string(abi) +
+        ", this runtime has ABI " + std::to_string(kRingAbi) +
+        ": tracing is off for the whole process (rebuild it with this lookback's pass plugin)");
+  }
+}
+
 void SayOnce(const std::string& line) {
   static std::mutex m;
   static std::vector<std::string>* seen = new std::vector<std::string>;
@@ -333,7 +351,7 @@ void ResumeTracing() {
   uint64_t pos = LoadRelaxed(&r->pos);
   std::atomic_thread_fence(std::memory_order_release);
   __atomic_store_n(&r->slots[pos++ & r->mask], format::MakeControl(format::ControlKind::kResume, 0), __ATOMIC_RELAXED);
-  if (pos >= r->next_sync) r->next_sync = pos;  // keep the half-ring re-announcement reachable
+  if (pos >= r->next_sync) r->next_sync = pos;  // keep the periodic sync reachable
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   tls_status = kStatusTracing;
   lb_tls_ring = r;
@@ -368,7 +386,7 @@ using namespace lookback::rt;
 
 extern "C" {
 
-void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
+void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
   const int saved_errno = errno;
   if (IsSentinel(r)) {
     if (r != lb_tls_ring) {
@@ -395,9 +413,12 @@ void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t cal
     return;
   }
   uint64_t pos = LoadRelaxed(&r->pos);
-  const bool sync = pos == r->next_sync;
+  // A sync re-announces the epoch and every base slot in use, so that any
+  // window holding one decodes (FORMAT.md, "The bound"). It is due when the
+  // fast path met next_sync, or when this publication would step over it.
+  const bool sync = pos + kMaxSlotsPerPublish >= r->next_sync;
   const uint64_t epoch = tsc >> format::kTscLowBits;
-  const uint64_t base = key >> 32;
+  const uint32_t base = static_cast<uint32_t>(key >> 32);
   std::atomic_thread_fence(std::memory_order_release);
   auto put = [&](uint64_t rec) { __atomic_store_n(&r->slots[pos++ & r->mask], rec, __ATOMIC_RELAXED); };
   if (sync || epoch != r->epoch) {
@@ -407,19 +428,54 @@ void lb_record_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t cal
     put(format::MakeEpoch(epoch, delta));
     r->epoch = epoch;
   }
-  if (sync || base != r->fn_base) {
-    put(format::MakeFnBase(base, r->fn_base, r->fn_base != ~uint64_t{0}));
-    r->fn_base = base;
+  unsigned slot = format::kBaseSlots;
+  unsigned in_use = 0;
+  for (unsigned i = 0; i < format::kBaseSlots; ++i) {
+    if (r->base[i] == base) slot = i;
+    if (r->base[i] != kNoBase) in_use |= 1u << i;
+  }
+  if (slot == format::kBaseSlots) {
+    // A new base replaces the slots round robin: up to four regions in turn
+    // cost nothing; a fifth evicts the oldest.
+    slot = r->victim++ % format::kBaseSlots;
+    const uint32_t previous = r->base[slot];
+    in_use |= 1u << slot;
+    put(format::MakeFnBase(slot, base, previous, previous != kNoBase, in_use));
+    r->base[slot] = base;
+  }
+  if (sync) {
+    for (unsigned i = 0; i < format::kBaseSlots; ++i) {
+      if (r->base[i] != kNoBase) put(format::MakeFnBase(i, r->base[i], r->base[i], true, in_use));
+    }
   }
   if (tls_unwind_pending) {
     // An exit repairs itself (it names its function); an entry says where it was called from.
     if (!exit && call_site != 0) put(format::MakeControl(format::ControlKind::kUnwindTo, call_site));
     tls_unwind_pending = false;
   }
-  put(format::MakeEvent(exit, tsc, key));
-  r->next_sync = pos + (r->capacity / 2);
+  put(format::MakeEvent(exit, slot, tsc, key));
+  if (sync) r->next_sync = pos + format::SyncInterval(r->capacity);
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   errno = saved_errno;
+}
+
+// The entry for code built outside the runtime (the clang pass's stub): it
+// checks that the caller reads Ring as this runtime lays it out before a ring
+// is handed out. On a mismatch no thread of the process gets a ring again
+// (other code in it may share lb_tls_ring with the foreign code).
+void lb_pass_record_slow(uint32_t abi, Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
+  if (__builtin_expect(abi != kRingAbi, 0)) {
+    ForeignAbi(abi);
+    return;
+  }
+  lb_ring_slow(r, exit, key, tsc, call_site);
+}
+
+// What programs built by a pass older than ring ABI 2 called (they pass no ABI,
+// and read the version-1 layout): never give them a ring.
+__attribute__((visibility("default"), cold, noinline, no_instrument_function)) void lb_record_slow(
+    Ring*, bool, uint64_t, uint64_t, uint64_t) {
+  ForeignAbi(1);
 }
 
 __attribute__((no_instrument_function)) void lb_enter(uint64_t key) { Record(false, key); }

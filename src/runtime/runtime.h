@@ -105,5 +105,8 @@ std::vector<std::pair<uint64_t, std::string>> KeyNames() __attribute__((no_instr
 // Informational/error line on stderr, prefixed "lookback: ".
 void Say(const std::string& line) __attribute__((no_instrument_function));
 void SayOnce(const std::string& line) __attribute__((no_instrument_function));
+// Inlined trace points of another ring ABI called the slow path: tracing off
+// for the calling thread and, from now on, for every thread (said once).
+void ForeignAbi(uint32_t abi) __attribute__((no_instrument_function));
 
 }  // namespace lookback::rt

@@ -50,4 +50,19 @@ LOOKBACK_PASS_HOOK void lb_pass_exit_check(uint64_t key) {
   if (__builtin_expect(r != nullptr, 0)) lb_pass_exit_on(r, key);
 }
 
+// The slow path as the program sees it (lookback_pass.cc makes it a hidden
+// linkonce_odr copy per program and sends the hot path's lb_ring_slow calls
+// here): the runtime's checked entry when a runtime is loaded, passing the
+// ring ABI this code was built for; without a runtime, tracing off for this
+// thread for good (one call per thread).
+#pragma weak lb_pass_record_slow
+LOOKBACK_PASS_OUTLINED __attribute__((cold)) void lb_pass_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc,
+                                                                 uint64_t call_site) {
+  if (&lb_pass_record_slow != nullptr) {
+    lb_pass_record_slow(lookback::rt::kRingAbi, r, exit, key, tsc, call_site);
+  } else {
+    lb_tls_ring = nullptr;
+  }
+}
+
 }  // extern "C"

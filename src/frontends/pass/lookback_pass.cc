@@ -13,10 +13,12 @@
 //   - `lb_tls_ring` becomes a *weak* initial-exec thread-local defined in every
 //     instrumented object, initialised to `lb_pass_sentinel`, a hidden
 //     all-zero Ring (a sentinel by hot_path.h's rule: slots == nullptr);
-//   - the inlined slow-path call goes to `lb_pass_slow`, a hidden stub that
-//     calls `lb_record_slow` (a weak reference) if a runtime is loaded and
+//   - the inlined slow-path call goes to `lb_pass_slow` (inline_hooks.cc), a
+//     hidden stub that calls `lb_pass_record_slow` (a weak reference) with the
+//     ring ABI the program was built for if a runtime is loaded, and
 //     otherwise sets the thread's `lb_tls_ring` to nullptr: tracing off, one
-//     TLS load and a branch per trace point from then on.
+//     TLS load and a branch per trace point from then on. A runtime of
+//     another ABI turns tracing off instead of handing out a ring.
 // With liblookback linked (or preloaded, if the program exports lb_tls_ring)
 // the dynamic linker binds the runtime and the program to one `lb_tls_ring`,
 // and the sentinel sends each thread's first trace point to the runtime.
@@ -213,7 +215,7 @@ void SinkReturnAddress(Function& F) {
 struct LookbackPass : PassInfoMixin<LookbackPass> {
   PreservedAnalyses run(Module& M, ModuleAnalysisManager&) {
     // Never instrument the runtime itself.
-    if (Function* f = M.getFunction("lb_record_slow"); f && !f->isDeclaration()) return PreservedAnalyses::all();
+    if (Function* f = M.getFunction("lb_ring_slow"); f && !f->isDeclaration()) return PreservedAnalyses::all();
     Patterns p;
     p.functions = Compile(ExcludeFunctions, &p.bad);
     p.files = Compile(ExcludeFiles, &p.bad);
@@ -291,10 +293,10 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
 
   // See the linking contract at the top of this file.
   static void BindToRuntime(Module& M) {
-    LLVMContext& ctx = M.getContext();
     GlobalVariable* ring = M.getGlobalVariable("lb_tls_ring");
-    Function* slow = M.getFunction("lb_record_slow");
-    if (ring == nullptr || slow == nullptr)
+    Function* slow = M.getFunction("lb_ring_slow");
+    Function* stub = M.getFunction("lb_pass_slow");
+    if (ring == nullptr || slow == nullptr || stub == nullptr || stub->isDeclaration())
       report_fatal_error("lookback-pass: embedded hot path is not the recorder's", false);
     auto* ring_ptr = cast<PointerType>(ring->getValueType());
     Type* ring_ty = ring_ptr->getPointerElementType();
@@ -316,34 +318,13 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
       ring->setDSOLocal(false);
     }
 
-    // lb_pass_slow: the runtime's slow path when a runtime is there; without
-    // one, tracing off for this thread for good (one call per thread).
-    slow->setLinkage(GlobalValue::ExternalWeakLinkage);
-    Function* stub = M.getFunction("lb_pass_slow");
-    if (stub == nullptr) {
-      stub = Function::Create(slow->getFunctionType(), GlobalValue::LinkOnceODRLinkage, "lb_pass_slow", M);
-      stub->setVisibility(GlobalValue::HiddenVisibility);
-      stub->addFnAttr(Attribute::NoInline);
-      stub->addFnAttr(Attribute::Cold);
-      stub->addFnAttr(Attribute::NoUnwind);
-      BasicBlock* entry = BasicBlock::Create(ctx, "entry", stub);
-      BasicBlock* call = BasicBlock::Create(ctx, "runtime", stub);
-      BasicBlock* none = BasicBlock::Create(ctx, "no_runtime", stub);
-      IRBuilder<> b(entry);
-      b.CreateCondBr(b.CreateICmpNE(slow, Constant::getNullValue(slow->getType())), call, none);
-      b.SetInsertPoint(call);
-      SmallVector<Value*, 5> args;
-      for (Argument& a : stub->args()) args.push_back(&a);
-      b.CreateCall(slow, args);
-      b.CreateRetVoid();
-      b.SetInsertPoint(none);
-      b.CreateStore(ConstantPointerNull::get(ring_ptr), ring);
-      b.CreateRetVoid();
-    }
-    slow->replaceUsesWithIf(stub, [&](Use& u) {
-      auto* call = dyn_cast<CallInst>(u.getUser());
-      return call != nullptr && call->getFunction() != stub;
-    });
+    // lb_pass_slow (inline_hooks.cc): one hidden copy per program; the hot
+    // path's slow-path calls go to it, never to the runtime's internal one.
+    stub->setLinkage(GlobalValue::LinkOnceODRLinkage);
+    stub->setVisibility(GlobalValue::HiddenVisibility);
+    if (Function* checked = M.getFunction("lb_pass_record_slow")) checked->setLinkage(GlobalValue::ExternalWeakLinkage);
+    slow->replaceAllUsesWith(stub);
+    slow->eraseFromParent();
   }
 
   static bool isRequired() { return true; }

@@ -59,7 +59,7 @@ function(lookback_instrument target)
       target_compile_options(${target} PRIVATE "SHELL:-mllvm -lookback-min-instructions=${LB_MIN_INSTRUCTIONS}")
     endif()
     if(LB_NO_LINK)
-      target_link_options(${target} PRIVATE "-Wl,--export-dynamic-symbol=lb_tls_ring")
+      target_link_options(${target} PRIVATE "-Wl,--export-dynamic-symbol=lb_tls_ring*")
     elseif(LB_STATIC)
       # The pass refers to the runtime weakly, which pulls nothing out of an
       # archive: ask for the slow path by name.

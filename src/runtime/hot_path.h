@@ -2,7 +2,7 @@
 //
 // ABI shared by every front-end (compiler hooks now, an inlining pass and a JVM
 // agent later): the initial-exec thread-local `lb_tls_ring` and the first cache
-// line of `Ring`. Change either and you change the ABI.
+// line of `Ring`. Change either and you change the ABI: bump ring_abi.h.
 //
 // Thread-local state machine (lb_tls_ring):
 //   a sentinel         thread not seen yet: the first trace point takes the
@@ -34,6 +34,7 @@
 #include <cstdint>
 
 #include "format/format.h"
+#include "runtime/ring_abi.h"
 
 #define LOOKBACK_HOT inline __attribute__((always_inline, no_instrument_function))
 
@@ -43,15 +44,12 @@ using format::kMaxSlotsPerPublish;
 // Open scopes per thread whose start the detectors can see.
 inline constexpr uint32_t kMaxWatchedScopes = 8;
 
-// The version of this ABI (cache line 0 of Ring, lb_tls_ring's states, the
-// record encoding the fast path writes). Code that inlines the fast path into
-// a program (the clang pass) passes it to the runtime with its first slow-path
+// The version of this ABI (ring_abi.h: cache line 0 of Ring, lb_tls_ring's
+// states, the record encoding the fast path writes). It is part of
+// lb_tls_ring's symbol name, and code that inlines the fast path into a
+// program (the clang pass) passes it to the runtime with its first slow-path
 // call; a runtime of another ABI then turns tracing off instead of handing out
-// a ring the program would misread (lb_pass_record_slow). Bump it on any
-// change of what the fast path reads or writes.
-#ifndef LOOKBACK_RING_ABI
-#define LOOKBACK_RING_ABI 2
-#endif
+// a ring the program would misread (lb_pass_record_slow).
 inline constexpr uint32_t kRingAbi = LOOKBACK_RING_ABI;
 inline constexpr uint32_t kNoBase = ~uint32_t{0};  // an empty base slot: no valid key has this base
 
@@ -107,7 +105,9 @@ enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
 extern "C" {
 // The calling thread's ring (see the state machine above).
-extern __thread lookback::rt::Ring* lb_tls_ring __attribute__((tls_model("initial-exec"), visibility("default")));
+// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi2.
+extern __thread lookback::rt::Ring* lb_tls_ring __asm__(LOOKBACK_RING_TLS_SYMBOL)
+    __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).
 extern lookback::rt::Ring lb_sentinel_ring __attribute__((visibility("default")));
 // Out of line and cold: thread setup, EPOCH/FN_BASE announcements, syncs, bad
@@ -116,8 +116,10 @@ extern lookback::rt::Ring lb_sentinel_ring __attribute__((visibility("default"))
 void lb_ring_slow(lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site)
     __attribute__((noinline, cold, no_instrument_function, visibility("hidden")));
 // The slow path for code inlined outside the runtime: `abi` is the caller's
-// kRingAbi. Its signature never changes, whatever the ABI becomes.
-void lb_pass_record_slow(uint32_t abi, lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc,
+// kRingAbi. Returns 0 when the runtime refuses (another ABI): the caller then
+// sets its own thread-local to nullptr. Its signature never changes, whatever
+// the ABI becomes.
+int lb_pass_record_slow(uint32_t abi, lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc,
                          uint64_t call_site)
     __attribute__((noinline, cold, no_instrument_function, visibility("default")));
 }

@@ -322,8 +322,7 @@ void Say(const std::string& line) {
 }
 
 void ForeignAbi(uint32_t abi) {
-  lb_tls_ring = nullptr;
-  tls_status = kStatusForeignAbi;
+  if (g_foreign_abi.load(std::memory_order_relaxed) != 0) return;  // said already
   if (g_foreign_abi.exchange(abi, std::memory_order_relaxed) == 0) {
     Say("this program's inlined trace points were built for lookback ring ABI " + std::to_string(abi) +
         ", this runtime has ABI " + std::to_string(kRingAbi) +
@@ -397,7 +396,7 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
       static bool said = false;  // __atomic, not std::atomic: see exclude.h
       if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED)) {
         SayOnce("this program's inlined trace points cannot see lookback's thread state, so every trace point "
-                "takes the slow path; link it with -Wl,--export-dynamic-symbol=lb_tls_ring (docs/pass.md)");
+                "takes the slow path; link it with -Wl,--export-dynamic-symbol='lb_tls_ring*' (docs/pass.md)");
       }
       r = lb_tls_ring;
     }
@@ -461,21 +460,38 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
 
 // The entry for code built outside the runtime (the clang pass's stub): it
 // checks that the caller reads Ring as this runtime lays it out before a ring
-// is handed out. On a mismatch no thread of the process gets a ring again
-// (other code in it may share lb_tls_ring with the foreign code).
-void lb_pass_record_slow(uint32_t abi, Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
+// is handed out. The foreign code cannot see our rings anyway (its
+// thread-local has another symbol, ring_abi.h); on a mismatch no thread of the
+// process gets a ring from then on, so a dump is never a trace with the
+// foreign code's frames silently missing.
+int lb_pass_record_slow(uint32_t abi, Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
   if (__builtin_expect(abi != kRingAbi, 0)) {
     ForeignAbi(abi);
-    return;
+    return 0;
   }
   lb_ring_slow(r, exit, key, tsc, call_site);
+  return 1;
 }
 
 // What programs built by a pass older than ring ABI 2 called (they pass no ABI,
 // and read the version-1 layout): never give them a ring.
+//
+// They define their own `lb_tls_ring`, which this runtime no longer binds to;
+// when the program exports it, dlsym gives this thread's instance and we set
+// it to nullptr so that its trace points stop calling here.
 __attribute__((visibility("default"), cold, noinline, no_instrument_function)) void lb_record_slow(
     Ring*, bool, uint64_t, uint64_t, uint64_t) {
+  const int saved_errno = errno;
   ForeignAbi(1);
+  static bool unexported = false;  // __atomic, not std::atomic: see exclude.h
+  if (!__atomic_load_n(&unexported, __ATOMIC_RELAXED)) {
+    if (void* legacy = dlsym(RTLD_DEFAULT, "lb_tls_ring")) {
+      *static_cast<Ring**>(legacy) = nullptr;
+    } else {
+      __atomic_store_n(&unexported, true, __ATOMIC_RELAXED);
+    }
+  }
+  errno = saved_errno;
 }
 
 __attribute__((no_instrument_function)) void lb_enter(uint64_t key) { Record(false, key); }

@@ -10,7 +10,9 @@
 //
 // Linking contract, chosen so that a program built with the plugin runs with
 // or without the runtime:
-//   - `lb_tls_ring` becomes a *weak* initial-exec thread-local defined in every
+//   - `lb_tls_ring` (symbol `lb_tls_ring_abi<N>`, ring_abi.h: programs and
+//     runtimes of different ring ABIs never share it) becomes a *weak*
+//     initial-exec thread-local defined in every
 //     instrumented object, initialised to `lb_pass_sentinel`, a hidden
 //     all-zero Ring (a sentinel by hot_path.h's rule: slots == nullptr);
 //   - the inlined slow-path call goes to `lb_pass_slow` (inline_hooks.cc), a
@@ -46,6 +48,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "runtime/ring_abi.h"
 
 using namespace llvm;
 
@@ -293,7 +297,7 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
 
   // See the linking contract at the top of this file.
   static void BindToRuntime(Module& M) {
-    GlobalVariable* ring = M.getGlobalVariable("lb_tls_ring");
+    GlobalVariable* ring = M.getGlobalVariable(LOOKBACK_RING_TLS_SYMBOL);
     Function* slow = M.getFunction("lb_ring_slow");
     Function* stub = M.getFunction("lb_pass_slow");
     if (ring == nullptr || slow == nullptr || stub == nullptr || stub->isDeclaration())

@@ -1,0 +1,25 @@
+// The number and the thread-local's symbol name of the ring ABI (hot_path.h).
+//
+// Kept in a header of its own, macros only, because the clang pass plugin
+// (built against LLVM, not the runtime) needs the symbol name too.
+//
+// Why the ABI number is in the symbol name: code that inlines the fast path
+// (the clang pass) reads the thread's Ring* from this thread-local and then
+// the Ring's first cache line with the layout it was compiled with. A runtime
+// of another ABI defines another symbol, so the dynamic linker never binds
+// the two: the program keeps its own sentinel, its first trace point per
+// thread reaches lb_pass_record_slow with its ABI number, and the runtime
+// refuses. A ring of one layout can never reach code compiled for another.
+#pragma once
+
+// Bump on any change of what the fast path reads or writes: cache line 0 of
+// Ring, lb_tls_ring's states, the record encoding. (1: before the number
+// existed, symbol `lb_tls_ring`; 2: format version 4, four base slots.)
+#ifndef LOOKBACK_RING_ABI
+#define LOOKBACK_RING_ABI 2
+#endif
+
+#define LOOKBACK_RING_ABI_STR2(x) #x
+#define LOOKBACK_RING_ABI_STR(x) LOOKBACK_RING_ABI_STR2(x)
+// The symbol of `lb_tls_ring` (its name in source everywhere).
+#define LOOKBACK_RING_TLS_SYMBOL "lb_tls_ring_abi" LOOKBACK_RING_ABI_STR(LOOKBACK_RING_ABI)

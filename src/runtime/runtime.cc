@@ -231,7 +231,10 @@ DumpOutcome DumpOnThisThread(const Trigger& trigger) {
 void DumpAtProcessEnd(const char* reason) {
   if (g_init_state.load(std::memory_order_acquire) != 2) return;
   Runtime& rt = R();
-  if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed)) DumpOnThisThread(EndTrigger(reason));
+  if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed)) {
+    SampleThisThreadNow();
+    DumpOnThisThread(EndTrigger(reason));
+  }
 }
 
 void AtExit() { DumpAtProcessEnd("exit"); }

@@ -257,6 +257,18 @@ void StopThreadSampling(Ring* r) {
   TakeSample(s);  // the last one
 }
 
+void SampleThisThreadNow() {
+  SampleBuffer* s = tls_samples;
+  if (s == nullptr) return;
+  // The timer's handler must not publish into the same buffer while we do
+  // (one writer at a time): a signal arriving now finds no buffer and skips.
+  tls_samples = nullptr;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  TakeSample(s);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  tls_samples = s;
+}
+
 void SamplingAfterForkChild() { tls_samples = nullptr; }
 
 void FreeSampleBuffer(Ring* r) {

@@ -49,6 +49,11 @@ bool SamplingOn();
 // arm the timer / disarm it and take the last sample.
 void StartThreadSampling(Ring* r);
 void StopThreadSampling(Ring* r);
+// On a sampled thread that is about to write a dump at exit or exec: one more
+// sample, so that the thread's samples reach the end of what the dump shows
+// (a thread that waited since its last timer sample would otherwise end with
+// a stale one, or have only its first).
+void SampleThisThreadNow();
 // Releases a ring's sample buffer (caller holds ControlMutex(), or is the
 // forked child's only thread).
 void FreeSampleBuffer(Ring* r);

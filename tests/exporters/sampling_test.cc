@@ -150,6 +150,22 @@ TEST_F(Sampling, AllocationCountersMatchTheAllocationPattern) {
   EXPECT_EQ(Delta(*SamplesOf(dump_, "spinner"), format::kSampleAllocBytes), 0u);
 }
 
+// The exit dump is written by the exiting main thread, which spent the run
+// joining its workers (no CPU, so no timer samples): it takes one more sample
+// just before the dump, so its counters cover the whole run.
+TEST_F(Sampling, ExitingThreadTakesAFinalSampleBeforeTheExitDump) {
+  uint64_t last_worker_exit = 0;
+  const format::ThreadSamples* main_samples = nullptr;
+  for (const auto& s : dump_.samples) {
+    const format::ThreadInfo& t = dump_.threads[s.thread_index];
+    if (t.flags & format::kThreadMain) main_samples = &s;
+    last_worker_exit = std::max(last_worker_exit, t.exit_tsc);
+  }
+  ASSERT_NE(main_samples, nullptr);
+  ASSERT_GE(main_samples->samples.size(), 2u);
+  EXPECT_GE(main_samples->samples.back()[format::kSampleTsc], last_worker_exit);
+}
+
 TEST_F(Sampling, SamplesAreInTimeOrderCumulativeAndWithinTheThreadsLife) {
   ASSERT_GE(dump_.samples.size(), 6u);  // main + five workers
   for (const auto& s : dump_.samples) {

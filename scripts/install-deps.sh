@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages lookback needs to build and test, if missing.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds uftrace)
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds stress-ng, for loaded benchmark runs)
+# uftrace is the fidelity tests' independent oracle (tests/integration/fidelity_test.cc).
 set -euo pipefail
-pkgs=(cmake ninja-build g++ clang pkg-config libgtest-dev libcli11-dev libfmt-dev libdw-dev libelf-dev libsqlite3-dev sqlite3 protobuf-compiler time llvm-14-dev)
-[[ "${1:-}" == "--bench" ]] && pkgs+=(uftrace)
+pkgs=(cmake ninja-build g++ clang pkg-config libgtest-dev libcli11-dev libfmt-dev libdw-dev libelf-dev libsqlite3-dev sqlite3 protobuf-compiler time llvm-14-dev uftrace)
+[[ "${1:-}" == "--bench" ]] && pkgs+=(stress-ng)
 missing=()
 for p in "${pkgs[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -24,6 +24,14 @@
 //
 // floor_records is the floor hook's record count (-1 when the floor hook is
 // not linked in); the driver uses it to check the hook really ran.
+//
+// Regions (-DLISTING1_REGIONS=R, R = 2 or 3): the same chain spread over R
+// code regions, as a C++ program's calls alternate between the executable
+// (0x55...) and libstdc++'s copies of header functions (0x7f...), or a JIT's
+// code and its runtime. Level<N> is compiled into region N % R (the leaf,
+// level 0, and main into region 0, the executable; regions 1 and 2 are shared
+// libraries), one build per region with -DLISTING1_SIDE=<region>. With R = 2
+// every trace point changes region; with R = 3 they cycle through three.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,13 +52,24 @@
 // Defined by the floor hook library only.
 extern "C" uint64_t lb_floor_records(void) __attribute__((weak));
 
-namespace {
+#if defined(LISTING1_REGIONS)
+// External linkage: the chain's functions call across shared objects.
+#define LISTING1_NAMESPACE listing1_regions
+#define LISTING1_EXPORT __attribute__((visibility("default")))
+#else
+#define LISTING1_NAMESPACE
+#define LISTING1_EXPORT
+#endif
 
-constexpr int kDepth = 10;
+namespace LISTING1_NAMESPACE {
+
+[[maybe_unused]] constexpr int kDepth = 10;  // (unused in the region-1 and -2 builds)
 
 // The leaf: `work` iterations of a trivial loop. The empty asm makes the
 // accumulator opaque, so the loop can be neither deleted nor folded.
-BENCH_NOINLINE uint64_t Leaf(int work) {
+BENCH_NOINLINE LISTING1_EXPORT uint64_t Leaf(int work);
+#if !defined(LISTING1_REGIONS) || LISTING1_SIDE == 0
+BENCH_NOINLINE LISTING1_EXPORT uint64_t Leaf(int work) {
   uint64_t acc = static_cast<uint64_t>(work);
   for (int i = 0; i < work; ++i) {
     acc += static_cast<uint64_t>(i);
@@ -58,19 +77,77 @@ BENCH_NOINLINE uint64_t Leaf(int work) {
   }
   return acc;
 }
+#endif
 
 // Level<N> calls Level<N-1>, Level<1> calls the leaf: Level<kDepth - 1> starts
 // a chain of kDepth noinline functions. The "+ N" after each call is a use of
 // the result, so no call is a tail call (the build also passes
 // -fno-optimize-sibling-calls).
 template <int N>
-BENCH_NOINLINE uint64_t Level(int work) {
+BENCH_NOINLINE LISTING1_EXPORT uint64_t Level(int work) {
   if constexpr (N == 1) {
     return Leaf(work) + 1;
   } else {
     return Level<N - 1>(work) + N;
   }
 }
+
+#if defined(LISTING1_REGIONS)
+// Each level is instantiated in its region's build only; every other build
+// calls it across the shared-object boundary.
+#define LISTING1_PLACE(N) template uint64_t Level<N>(int)
+#define LISTING1_ELSEWHERE(N) extern template uint64_t Level<N>(int)
+#if 1 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(1);
+#else
+LISTING1_ELSEWHERE(1);
+#endif
+#if 2 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(2);
+#else
+LISTING1_ELSEWHERE(2);
+#endif
+#if 3 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(3);
+#else
+LISTING1_ELSEWHERE(3);
+#endif
+#if 4 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(4);
+#else
+LISTING1_ELSEWHERE(4);
+#endif
+#if 5 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(5);
+#else
+LISTING1_ELSEWHERE(5);
+#endif
+#if 6 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(6);
+#else
+LISTING1_ELSEWHERE(6);
+#endif
+#if 7 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(7);
+#else
+LISTING1_ELSEWHERE(7);
+#endif
+#if 8 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(8);
+#else
+LISTING1_ELSEWHERE(8);
+#endif
+#if 9 % LISTING1_REGIONS == LISTING1_SIDE
+LISTING1_PLACE(9);
+#else
+LISTING1_ELSEWHERE(9);
+#endif
+#endif
+
+// The rest (the timed loop, main) lives in region 0, the executable.
+#if defined(LISTING1_REGIONS) && LISTING1_SIDE != 0
+}  // namespace LISTING1_NAMESPACE
+#else
 
 // Not instrumented: the top-level call itself records nothing.
 BENCH_NO_INSTRUMENT uint64_t Chain(int work) { return Level<kDepth - 1>(work); }
@@ -91,7 +168,11 @@ BENCH_NO_INSTRUMENT long ParseCount(const char* s, const char* what) {
   return v;
 }
 
-}  // namespace
+}  // namespace LISTING1_NAMESPACE
+
+#if defined(LISTING1_REGIONS)
+using namespace LISTING1_NAMESPACE;
+#endif
 
 BENCH_NO_INSTRUMENT int main(int argc, char** argv) {
   if (argc != 4) {
@@ -120,3 +201,4 @@ BENCH_NO_INSTRUMENT int main(int argc, char** argv) {
 #endif
   return 0;
 }
+#endif  // region 0

@@ -105,7 +105,18 @@ struct Options {
   bool first_lap = true;
   bool extra = false;
   std::string raw;
+  bool regions = true;  // also <compiler>-2regions and -3regions (listing1.cc, "Regions")
 };
+
+// "gcc-2regions" -> 2 (and *base = "gcc"); 0 for a one-region build.
+int RegionsOf(const std::string& compiler, std::string* base = nullptr) {
+  const size_t dash = compiler.find('-');
+  if (dash == std::string::npos || compiler.compare(dash + 2, std::string::npos, "regions") != 0) return 0;
+  if (base != nullptr) *base = compiler.substr(0, dash);
+  return compiler[dash + 1] - '0';
+}
+// The kinds a region build has (bench/CMakeLists.txt, listing1_regions).
+bool InRegionBuild(int k) { return k == kPlain || k == kGlibc || k == kLbOff || k == kLbOn || k == kFloor; }
 
 // Top-level calls timed per run, by work. A traced run at work 0 takes
 // ~0.2 s (20 trace points of ~10 ns per call); larger work, fewer calls.
@@ -227,6 +238,8 @@ int main(int argc, char** argv) {
       for (const auto& w : bench::Split(next(), ',')) o.works.push_back(atoi(w.c_str()));
     } else if (a == "--compilers") {
       o.compilers = bench::Split(next(), ',');
+    } else if (a == "--no-regions") {
+      o.regions = false;
     } else if (a == "--scale") {
       o.scale = atof(next().c_str());
     } else if (a == "--no-uftrace") {
@@ -251,6 +264,15 @@ int main(int argc, char** argv) {
     }
   }
   if (o.rounds < 1 || o.works.empty() || !(o.scale > 0)) Usage();
+  if (o.regions) {
+    const std::vector<std::string> given = o.compilers;
+    for (const auto& c : given) {
+      if (RegionsOf(c) != 0) continue;
+      for (const char* r : {"-2regions", "-3regions"}) {
+        if (std::find(given.begin(), given.end(), c + r) == given.end()) o.compilers.push_back(c + r);
+      }
+    }
+  }
 
   Runner runner;
   runner.tmp_root = bench::MakeTempDir("listing1-runs");
@@ -273,6 +295,7 @@ int main(int argc, char** argv) {
       if (IsXray(k) && (!o.xray || c != "clang")) continue;  // XRay is clang's
       if (IsPass(k) && c != "clang") continue;                // so is the pass
       if (IsExtra(k) && !o.extra) continue;
+      if (RegionsOf(c) != 0 && !InRegionBuild(k)) continue;
       if (!bench::IsExecutable(bin)) {
         if (k == kPlain) {
           fprintf(stderr, "listing1_driver: %s not built: skipping %s\n", bin.c_str(), c.c_str());
@@ -288,7 +311,23 @@ int main(int argc, char** argv) {
 
   // ---- untimed checks --------------------------------------------------------
   // lookback's hooks are the ones called; gprof and XRay trace exactly the ten
-  // functions; XRay FDR writes a log.
+  // functions; XRay FDR writes a log. For lookback on, records per event: the
+  // dump of 3000 calls minus the dump of 1000 (both inside one ring), in
+  // 8-byte records, over the 2000 x 20 events between them.
+  std::map<std::string, double> records_per_event;  // binary -> ratio
+  auto dump_bytes = [&](const Variant& v, long calls) {
+    const std::string dir = bench::MakeTempDir("records", runner.tmp_root);
+    RunOutput out = Spawn({v.binary, "0", std::to_string(calls), "0"}, runner.LookbackEnv(true, dir, true));
+    const double b = static_cast<double>(bench::TreeBytes(dir));
+    bench::RemoveTree(dir);
+    if (!out.ok) Die(v.binary + " failed:\n" + out.text);
+    return b;
+  };
+  for (const auto& v : variants) {
+    if (v.kind == kLbOn) {
+      records_per_event[v.binary] = (dump_bytes(v, 3000) - dump_bytes(v, 1000)) / 8.0 / (2000.0 * kTracePointsPerCall);
+    }
+  }
   for (const auto& v : variants) {
     constexpr long kCheckCalls = 1000;
     if (IsLookback(v.kind)) {
@@ -472,6 +511,38 @@ int main(int argc, char** argv) {
       const double off_tp = off < 0 ? NAN : median_of([&](int r) { return tp_of(off, plain, w, r); });
       printf("| %s | %d | %s | %s |\n", c.c_str(), o.works[w], verdict(ratio, 1.15).c_str(),
              verdict(off_tp, 0.8).c_str());
+    }
+  }
+
+  // ---- calls alternating between code regions ---------------------------------
+  // The same chain spread over 2 and 3 regions (executable + shared libraries),
+  // each against its own uninstrumented build, then against the one-region
+  // build of the same round. Goal (issue 14): within 10 % of one region.
+  bool any_regions = false;
+  for (const auto& c : o.compilers) any_regions |= RegionsOf(c) != 0 && find(c, kLbOn) >= 0;
+  if (any_regions) {
+    printf("\nCalls alternating between code regions (Listing 1's chain spread over the executable and 1 or 2\n");
+    printf("shared libraries: every trace point changes region), medians of per-round figures:\n\n");
+    printf("| compiler | work | regions | lookback on, ns/tp | one region, ns/tp | x one region (goal <= 1.10) | floor hook, ns/tp | lookback / floor | records per event (one region) |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const auto& c : o.compilers) {
+      std::string base;
+      const int regions = RegionsOf(c, &base);
+      const int plain = find(c, kPlain), on = find(c, kLbOn), floor = find(c, kFloor);
+      const int plain1 = find(base, kPlain), on1 = find(base, kLbOn);
+      if (regions == 0 || plain < 0 || on < 0) continue;
+      for (size_t w = 0; w < o.works.size(); ++w) {
+        auto tp = [&](int vi, int pl) { return (vi < 0 || pl < 0) ? NAN : median_of([&](int r) { return tp_of(vi, pl, w, r); }); };
+        const double x1 = (plain1 < 0 || on1 < 0) ? NAN : median_of([&](int r) {
+          return tp_of(on, plain, w, r) / tp_of(on1, plain1, w, r);
+        });
+        const double xf = floor < 0 ? NAN : median_of([&](int r) { return tp_of(on, plain, w, r) / tp_of(floor, plain, w, r); });
+        const double rpe = records_per_event[variants[on].binary];
+        const double rpe1 = on1 < 0 ? NAN : records_per_event[variants[on1].binary];
+        printf("| %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", base.c_str(), o.works[w], regions,
+               Fmt(tp(on, plain), 2).c_str(), Fmt(tp(on1, plain1), 2).c_str(), verdict(x1, 1.10).c_str(),
+               Fmt(tp(floor, plain), 2).c_str(), Fmt(xf, 3).c_str(), (Fmt(rpe, 4) + " (" + Fmt(rpe1, 4) + ")").c_str());
+      }
     }
   }
 

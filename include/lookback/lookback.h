@@ -48,6 +48,14 @@ void lb_thread_enable(void) LOOKBACK_API;
 /* 1 if the calling thread is recording now. */
 int lb_thread_is_tracing(void) LOOKBACK_API;
 
+/* Names the calling thread for lookback only (dumps, exporters, LOOKBACK_THREADS
+ * and stall patterns), instead of its kernel name, which is cut at 15 bytes and
+ * which a managed runtime may not keep in step with its own thread names (the
+ * JVM agent calls it with the Java name). At most 63 bytes are kept. Calling it
+ * again renames; LOOKBACK_THREADS is checked again as for pthread_setname_np.
+ * Returns 0, or -1 if NAME is NULL. */
+int lb_thread_set_name(const char* name) LOOKBACK_API;
+
 /* Scopes: a named span of a thread's work (a frame, a request, one event-loop
  * iteration) that can carry a duration objective. A scope appears in the trace
  * as a call named NAME; with LOOKBACK_SLOW_SCOPE=NAME:DURATION a scope that

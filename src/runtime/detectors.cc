@@ -154,19 +154,6 @@ void ResolveFunctions(Detectors& d) {
   }
 }
 
-std::string ReadThreadName(uint32_t tid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
-  FILE* f = fopen(path, "re");
-  if (f == nullptr) return {};
-  char buf[32] = {};
-  const size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  std::string s(buf, n);
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
-  return s;
-}
-
 uint64_t ToNs(const Detectors& d, uint64_t ticks) {
   return d.ticks_per_ns > 0 ? static_cast<uint64_t>(static_cast<double>(ticks) / d.ticks_per_ns) : 0;
 }
@@ -239,7 +226,7 @@ void CheckStall(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
   // Threads name themselves when they like: look at the name once per quiet period.
   if (st.name_read_at != st.stall_pos + 1) {
     st.name_read_at = st.stall_pos + 1;
-    st.name = ReadThreadName(r.tid);
+    st.name = RingName(r);
     st.stall_watch = -1;
     for (size_t w = 0; w < c.stall.size() && st.stall_watch < 0; ++w) {
       if (fnmatch(c.stall[w].pattern.c_str(), st.name.c_str(), 0) == 0) st.stall_watch = static_cast<int>(w);

@@ -94,12 +94,6 @@ std::string ExePath() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-std::string ThreadName(uint32_t tid) {
-  std::string s = ReadSmallFile(("/proc/self/task/" + std::to_string(tid) + "/comm").c_str());
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
-  return s;
-}
-
 struct ModuleInfo {
   uint64_t bias = 0, lo = ~uint64_t{0}, hi = 0;
   std::string build_id, path;
@@ -430,8 +424,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       first += dropped;
       trimmed = dropped != 0;
     }
-    std::string name_now = exited ? std::string(r->exit_name, strnlen(r->exit_name, sizeof r->exit_name))
-                                  : ThreadName(r->tid);
+    std::string name_now = RingName(*r);
     uint32_t flags = 0;
     if (exited) flags |= format::kThreadExited;
     if (lost > 0) flags |= format::kThreadWrapped;

@@ -77,6 +77,13 @@ struct alignas(64) Ring {
   uint32_t tid = 0;
   uint64_t exit_order = 0;  // for retention: lower exited earlier
   char exit_name[16] = {};  // the thread's name at exit; valid once state == kExited
+  // The name the thread gave itself for lookback (lb_thread_set_name: a
+  // managed runtime's thread name, which may be longer than the kernel's 15
+  // characters and is not the kernel's); empty: the kernel's name is used.
+  // The owner writes it between two increments of given_name_gen (odd while
+  // writing); readers copy it and retry if the generation moved (RingName).
+  std::atomic<uint32_t> given_name_gen{0};
+  char given_name[64] = {};
   // Set by the owner before the ring is registered; freed with the ring (sampler.h).
   struct SampleBuffer* samples = nullptr;
   // ---- scopes (lb_scope_begin/end): owner writes, the control thread reads ----

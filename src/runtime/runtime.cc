@@ -49,6 +49,9 @@ __thread Ring* tls_own_ring __attribute__((tls_model("initial-exec"))) = nullptr
 __thread bool tls_unwind_pending __attribute__((tls_model("initial-exec"))) = false;
 // lb_thread_enable() was called: trace this thread even with LOOKBACK_ENABLED=0.
 __thread bool tls_enabled_by_api __attribute__((tls_model("initial-exec"))) = false;
+// lb_thread_set_name before the thread's ring exists (a JVM names a thread
+// before it runs Java code): used for selection and copied into the ring.
+__thread char tls_given_name[sizeof(Ring::given_name)] __attribute__((tls_model("initial-exec")));
 
 alignas(Runtime) unsigned char g_runtime_storage[sizeof(Runtime)];
 std::atomic<uint32_t> g_foreign_abi{0};  // the ring ABI of foreign inlined code seen (0: none)
@@ -143,8 +146,12 @@ Ring* ThreadInit() {
     tls_status = kStatusDisabled;
     return nullptr;
   }
-  char name[17] = {};
-  prctl(PR_GET_NAME, name, 0, 0, 0);
+  char name[sizeof(Ring::given_name)] = {};
+  if (tls_given_name[0] != '\0') {
+    memcpy(name, tls_given_name, sizeof name);
+  } else {
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+  }
   if (!NameSelected(rt.config, name)) {
     rt.stats.untraced_pattern.fetch_add(1, std::memory_order_relaxed);
     tls_status = kStatusNotSelected;
@@ -153,6 +160,7 @@ Ring* ThreadInit() {
   Ring* r = AllocateRing(rt);
   if (r != nullptr) {  // everything a dumper reads is set before Register publishes the ring
     r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    memcpy(r->given_name, tls_given_name, sizeof r->given_name);
     r->start_tsc = __rdtsc();
     r->state.store(kRingLive, std::memory_order_relaxed);
     StartThreadSampling(r);  // before Register publishes r->samples
@@ -185,7 +193,11 @@ void OnThreadExit(void* arg) {
   tls_own_ring = nullptr;
   if (r == nullptr) return;
   StopThreadSampling(r);
-  prctl(PR_GET_NAME, r->exit_name, 0, 0, 0);
+  if (r->given_name[0] != '\0') {
+    memcpy(r->exit_name, r->given_name, sizeof r->exit_name - 1);  // RingName prefers given_name anyway
+  } else {
+    prctl(PR_GET_NAME, r->exit_name, 0, 0, 0);
+  }
   r->exit_order = R().exit_counter.fetch_add(1, std::memory_order_relaxed) + 1;
   r->exit_tsc.store(__rdtsc(), std::memory_order_relaxed);
   r->state.store(kRingExited, std::memory_order_release);
@@ -376,6 +388,46 @@ void NoteNonLocalExit() {
   r->next_sync = LoadRelaxed(&r->pos);  // the next trace point takes the slow path
 }
 
+void ReselectByName(const char* name) {
+  if (g_init_state.load(std::memory_order_acquire) != 2) return;
+  const Config& c = R().config;
+  if (c.thread_patterns.empty()) return;
+  const bool selected = NameSelected(c, name);
+  if (selected && tls_status == kStatusNotSelected) {
+    ResumeTracing();
+  } else if (!selected && tls_status == kStatusTracing) {
+    tls_status = kStatusNotSelected;
+    lb_tls_ring = nullptr;
+  }
+}
+
+std::string RingName(const Ring& r) {
+  // A name given with lb_thread_set_name (at set-up, or since: the owner may
+  // be renaming, so copy, check the generation did not move, retry a few
+  // times), else the kernel's.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const uint32_t gen = r.given_name_gen.load(std::memory_order_acquire);
+    if (gen & 1) continue;
+    char copy[sizeof r.given_name];
+    for (size_t i = 0; i < sizeof copy; ++i) copy[i] = __atomic_load_n(&r.given_name[i], __ATOMIC_RELAXED);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (r.given_name_gen.load(std::memory_order_relaxed) != gen) continue;
+    if (copy[0] != '\0') return std::string(copy, strnlen(copy, sizeof copy));
+    break;
+  }
+  if (r.state.load(std::memory_order_acquire) == kRingExited) return std::string(r.exit_name, strnlen(r.exit_name, sizeof r.exit_name));
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%u/comm", r.tid);
+  std::string s;
+  if (FILE* f = fopen(path, "re")) {
+    char buf[32] = {};
+    s.assign(buf, fread(buf, 1, sizeof buf - 1, f));
+    fclose(f);
+  }
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
 void MarkControlThread() {
   lb_tls_ring = nullptr;
   tls_status = kStatusControl;
@@ -559,23 +611,32 @@ int lb_thread_is_tracing(void) {
 }
 
 // Threads usually name themselves after they start, so a LOOKBACK_THREADS
-// pattern is checked again when a thread renames itself.
+// pattern is checked again when a thread renames itself (a name given with
+// lb_thread_set_name takes precedence over the kernel name).
 __attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, const char* name) {
   using Fn = int (*)(pthread_t, const char*);
   static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_setname_np"));
   if (real == nullptr) return ENOSYS;
   const int rc = real(thread, name);
-  if (rc != 0 || !pthread_equal(thread, pthread_self()) || g_init_state.load() != 2) return rc;
-  const Config& c = R().config;
-  if (c.thread_patterns.empty()) return rc;
-  const bool selected = NameSelected(c, name);
-  if (selected && tls_status == kStatusNotSelected) {
-    ResumeTracing();
-  } else if (!selected && tls_status == kStatusTracing) {
-    tls_status = kStatusNotSelected;
-    lb_tls_ring = nullptr;
-  }
+  if (rc != 0 || !pthread_equal(thread, pthread_self()) || tls_given_name[0] != '\0') return rc;
+  ReselectByName(name);
   return rc;
+}
+
+int lb_thread_set_name(const char* name) {
+  if (name == nullptr) return -1;
+  const size_t n = strnlen(name, sizeof tls_given_name - 1);
+  memcpy(tls_given_name, name, n);
+  tls_given_name[n] = '\0';
+  if (Ring* r = tls_own_ring) {
+    const uint32_t gen = r->given_name_gen.load(std::memory_order_relaxed);
+    r->given_name_gen.store(gen + 1, std::memory_order_relaxed);  // odd: being written
+    std::atomic_thread_fence(std::memory_order_release);
+    for (size_t i = 0; i < sizeof r->given_name; ++i) __atomic_store_n(&r->given_name[i], tls_given_name[i], __ATOMIC_RELAXED);
+    r->given_name_gen.store(gen + 2, std::memory_order_release);
+  }
+  ReselectByName(tls_given_name);
+  return 0;
 }
 
 }  // extern "C"

@@ -108,5 +108,10 @@ void SayOnce(const std::string& line) __attribute__((no_instrument_function));
 // Inlined trace points of another ring ABI called the slow path: tracing off
 // for the calling thread and, from now on, for every thread (said once).
 void ForeignAbi(uint32_t abi) __attribute__((no_instrument_function));
+// The calling thread's LOOKBACK_THREADS selection, checked again after a rename.
+void ReselectByName(const char* name) __attribute__((no_instrument_function));
+// A ring's thread name: the one given with lb_thread_set_name, else the name
+// at exit (exited rings), else the kernel's current name. Any thread.
+std::string RingName(const Ring& r) __attribute__((no_instrument_function));
 
 }  // namespace lookback::rt

@@ -111,6 +111,34 @@ TEST(Threads, PatternSelectsThreadsThatRenameThemselves) {
   EXPECT_EQ(Count(Frames(d, *FindThread(d, "worker-1")), "worker_loop"), 1);
 }
 
+// lb_thread_set_name (what the JVM agent calls with Java names): the whole
+// name, past the kernel's 15 bytes, in the dump and for LOOKBACK_THREADS; a
+// rename after the thread started tracing shows the new name.
+TEST(Threads, NamesGivenWithTheApiAreKeptWholeAndSelectThreads) {
+  Outcome all = Record("given-names", {Program("lifecycle-gcc"), "given-names"});
+  ASSERT_EQ(all.run.exit_code, 0) << all.run.err;
+  ASSERT_EQ(all.dumps.size(), 1u);
+  format::Dump d = MustOpen(all.dumps[0]);
+  std::set<std::string> names;
+  for (const auto& t : d.threads) names.insert(t.name);
+  EXPECT_TRUE(names.count("pool-1-thread-1-with-a-long-name")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("renamed-after-start-and-long")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("other-long-named-thread")) << ::testing::PrintToString(names);
+  EXPECT_FALSE(names.count("kernel-name")) << ::testing::PrintToString(names);
+
+  Outcome some = Record("given-names-selected", {Program("lifecycle-gcc"), "given-names"}, {"--threads", "pool-1-*"});
+  ASSERT_EQ(some.run.exit_code, 0) << some.run.err;
+  ASSERT_EQ(some.dumps.size(), 1u);
+  format::Dump s = MustOpen(some.dumps[0]);
+  names.clear();
+  for (const auto& t : s.threads) names.insert(t.name);
+  // thread 2 was selected by its first name, then renamed out of the pattern
+  // (tracing stops, its ring stays).
+  EXPECT_EQ(names, (std::set<std::string>{"pool-1-thread-1-with-a-long-name", "renamed-after-start-and-long"}));
+  EXPECT_EQ(Count(Frames(s, *FindThread(s, "pool-1-thread-1-with-a-long-name")), "worker_loop"), 1);
+  EXPECT_EQ(Count(Frames(s, *FindThread(s, "renamed-after-start-and-long")), "worker_loop"), 1);
+}
+
 // A fork never copies the control thread in the middle of its work (dumps,
 // allocations, static initialisers): every child runs and exits. The ASan
 // stage of CI makes this bite (ASan's allocator has no fork handlers).

@@ -9,6 +9,8 @@
 //   lifecycle wait SECONDS      calls tick() every 10 ms; prints "ready PID"
 //   lifecycle named-workers     threads that rename themselves worker-1, worker-2, other
 //   lifecycle exec              calls parent_work, then execs itself as `lifecycle short-threads 1`
+//   lifecycle given-names       threads named with lb_thread_set_name (longer than the kernel's 15
+//                               bytes), one renamed after it started tracing
 #include <pthread.h>
 
 #include "ground_truth.h"
@@ -76,6 +78,19 @@ NOINST static void OnAlarm(int) { handler_fn(); }
 NOINST static void NamedThread(const char* name) {
   pthread_setname_np(pthread_self(), name);
   worker_loop();
+}
+
+// The runtime's API when it is loaded (preloaded by `lookback record`).
+extern "C" int lb_thread_set_name(const char* name) __attribute__((weak));
+
+NOINST static void GivenNameThread(const char* name, const char* later) {
+  pthread_setname_np(pthread_self(), "kernel-name");
+  if (lb_thread_set_name) lb_thread_set_name(name);
+  worker_loop();
+  if (later != nullptr && lb_thread_set_name) {
+    lb_thread_set_name(later);
+    worker_loop();
+  }
 }
 
 int main(int argc, char** argv) {
@@ -182,6 +197,13 @@ int main(int argc, char** argv) {
     execv("/proc/self/exe", args);
     perror("execv");
     return 1;
+  } else if (mode_is("given-names")) {
+    std::thread a(GivenNameThread, "pool-1-thread-1-with-a-long-name", nullptr),
+        b(GivenNameThread, "pool-1-thread-2-with-a-long-name", "renamed-after-start-and-long"),
+        c(GivenNameThread, "other-long-named-thread", nullptr);
+    a.join();
+    b.join();
+    c.join();
   } else if (mode_is("named-workers")) {
     std::thread a(NamedThread, "worker-1"), b(NamedThread, "worker-2"), c(NamedThread, "other");
     a.join();

@@ -56,6 +56,12 @@ int lb_thread_is_tracing(void) LOOKBACK_API;
  * Returns 0, or -1 if NAME is NULL. */
 int lb_thread_set_name(const char* name) LOOKBACK_API;
 
+/* A note for the next dumps (their NOTES section, shown by `lookback info`):
+ * a front-end's summary such as the JVM agent's count of methods traced and
+ * skipped. Setting KEY again replaces its text. Returns 0, or -1 if either
+ * is NULL. */
+int lb_set_note(const char* key, const char* text) LOOKBACK_API;
+
 /* Scopes: a named span of a thread's work (a frame, a request, one event-loop
  * iteration) that can carry a duration objective. A scope appears in the trace
  * as a call named NAME; with LOOKBACK_SLOW_SCOPE=NAME:DURATION a scope that

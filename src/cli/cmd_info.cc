@@ -118,6 +118,7 @@ int Run(const InfoOptions& o) {
              HumanBytes(d.stats.buffer_bytes), d.threads.size(), d.stats.untraced_memory, d.stats.untraced_pattern,
              d.stats.reclaimed);
   if (d.stats.invalid_keys) fmt::print("  invalid keys  {} dropped\n", d.stats.invalid_keys);
+  for (const auto& [key, text] : d.notes) fmt::print("  {:<13} {}\n", key, text);
   fmt::print("  modules       {}\n", d.modules.size());
   for (const auto& w : d.warnings) fmt::print("  warning       {}\n", w.ToString());
   for (const auto& p : sym.problems()) fmt::print("  symbols       {}\n", p);

@@ -28,6 +28,7 @@ struct RecordOptions {
   bool no_exit_dump = false;
   bool no_crash = false;
   bool quiet = false;
+  std::string jvm_mode = "inline";  // docs/jvm.md
   // Trigger flags: variable -> value, checked by the runtime's own parser.
   std::map<std::string, std::string> triggers;
   std::vector<std::string> command;
@@ -52,6 +53,18 @@ std::string FindRuntime() {
     }
   }
   return {};
+}
+
+// `java`, or any path ending in /java.
+bool IsJavaLauncher(const std::string& program) {
+  return program == "java" || (program.size() > 5 && program.compare(program.size() - 5, 5, "/java") == 0);
+}
+
+bool Mentions(const std::vector<std::string>& args, const char* what) {
+  for (const std::string& a : args) {
+    if (a.find(what) != std::string::npos) return true;
+  }
+  return false;
 }
 
 std::string Absolute(const std::string& p) {
@@ -156,8 +169,20 @@ int Run(const RecordOptions& o) {
   if (o.no_crash) setenv("LOOKBACK_CRASH", "0", 1);
   for (const auto& [var, value] : o.triggers) setenv(var.c_str(), value.c_str(), 1);
 
+  // A JVM: add the agent (docs/jvm.md) right after the launcher's name, so it
+  // is loaded before any class and tracing starts before main.
+  std::vector<std::string> command = o.command;
+  if (IsJavaLauncher(command[0])) {
+    const std::string agent = runtime.substr(0, runtime.rfind('/') + 1) + "liblookback-jvm.so";
+    if (access(agent.c_str(), R_OK) != 0) return Fail("the program is a JVM, but " + agent + " is missing"), kExitError;
+    std::vector<std::string> jvm_flags = {"-agentpath:" + agent + "=mode=" + o.jvm_mode};
+    // The cheapest call from Java into the recorder (natives.cc); JDK 17
+    // prints one deprecation warning for it.
+    if (o.jvm_mode == "inline" && !Mentions(command, "CriticalJNINatives")) jvm_flags.push_back("-XX:+CriticalJNINatives");
+    command.insert(command.begin() + 1, jvm_flags.begin(), jvm_flags.end());
+  }
   std::vector<char*> argv;
-  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   g_child = fork();
   if (g_child < 0) return Fail(std::string("fork: ") + strerror(errno)), kExitError;
@@ -243,6 +268,10 @@ Runner SetupRecord(CLI::App* sub) {
   }
   sub->add_flag("--no-crash", o->no_crash, "Do not dump on SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT (LOOKBACK_CRASH=0)");
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  sub->add_option("--jvm-mode", o->jvm_mode,
+                  "For a JVM (java ...): inline (probes compiled into every method) or listener (JVMTI events); docs/jvm.md")
+      ->check(CLI::IsMember({"inline", "listener"}))
+      ->capture_default_str();
   sub->allow_extras();
   sub->prefix_command();  // everything from the program's name on belongs to the program
   sub->footer("Usage: lookback record [OPTIONS] [--] PROGRAM [ARGS...]");

@@ -194,6 +194,7 @@ enum class SectionType : uint32_t {
   kStats = 6,
   kTrigger = 7,
   kSamples = 8,  // version 3
+  kNotes = 9,    // version 4: u32 count, then (string key, string text) each
 };
 
 // PROCESS payload: u32 pid, u32 ppid, u32 dump sequence number (1-based),

@@ -117,6 +117,7 @@ class Dump {
   std::vector<ModuleInfo> modules;
   std::vector<ThreadInfo> threads;
   std::map<uint64_t, std::string> names;
+  std::map<std::string, std::string> notes;  // NOTES: a front-end's summary by key (lb_set_note)
   StatsInfo stats;
   std::optional<TriggerInfo> trigger;
   std::vector<ThreadSamples> samples;  // in THREAD order

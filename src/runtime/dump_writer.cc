@@ -387,6 +387,18 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     }
   }
   {
+    const std::vector<std::pair<std::string, std::string>> notes = Notes();
+    if (!notes.empty()) {
+      std::string p;
+      PutU32(&p, static_cast<uint32_t>(notes.size()));
+      for (const auto& [key, text] : notes) {
+        PutString(&p, key);
+        PutString(&p, text);
+      }
+      WriteSection(&sink, format::SectionType::kNotes, std::move(p), &sections);
+    }
+  }
+  {
     std::string p;
     PutU32(&p, rt.stats.untraced_memory.load());
     PutU32(&p, rt.stats.untraced_pattern.load());

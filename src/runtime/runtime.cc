@@ -376,6 +376,14 @@ std::mutex g_names_mutex;
 std::vector<std::pair<uint64_t, std::string>>* g_names = nullptr;  // never freed: used at exit
 }  // namespace
 
+std::mutex g_notes_mutex;
+std::vector<std::pair<std::string, std::string>>* g_notes = nullptr;  // never freed: used at exit
+
+std::vector<std::pair<std::string, std::string>> Notes() {
+  std::lock_guard<std::mutex> lock(g_notes_mutex);
+  return g_notes ? *g_notes : std::vector<std::pair<std::string, std::string>>{};
+}
+
 std::vector<std::pair<uint64_t, std::string>> KeyNames() {
   std::lock_guard<std::mutex> lock(g_names_mutex);
   return g_names ? *g_names : std::vector<std::pair<uint64_t, std::string>>{};
@@ -551,6 +559,24 @@ __attribute__((visibility("default"), cold, noinline, no_instrument_function)) v
 
 __attribute__((no_instrument_function)) void lb_enter(uint64_t key) { Record(false, key); }
 __attribute__((no_instrument_function)) void lb_exit(uint64_t key) { Record(true, key); }
+
+int lb_set_note(const char* key, const char* text) {
+  if (key == nullptr || text == nullptr) return -1;
+  Ring* saved = lb_tls_ring;
+  lb_tls_ring = nullptr;  // what this allocates is not the program's to trace
+  {
+    std::lock_guard<std::mutex> lock(g_notes_mutex);
+    if (g_notes == nullptr) g_notes = new std::vector<std::pair<std::string, std::string>>;
+    auto it = std::find_if(g_notes->begin(), g_notes->end(), [&](const auto& n) { return n.first == key; });
+    if (it != g_notes->end()) {
+      it->second = text;
+    } else {
+      g_notes->emplace_back(key, text);
+    }
+  }
+  lb_tls_ring = saved;
+  return 0;
+}
 
 int lb_set_key_name(uint64_t key, const char* name) {
   if (name == nullptr || key >= format::kKeyLimit) return -1;

@@ -101,6 +101,8 @@ void ResumeTracing() __attribute__((no_instrument_function));
 
 // Names given to non-native keys with lb_set_key_name (a copy).
 std::vector<std::pair<uint64_t, std::string>> KeyNames() __attribute__((no_instrument_function));
+// Front-ends' notes (lb_set_note), for the dump's NOTES section.
+std::vector<std::pair<std::string, std::string>> Notes() __attribute__((no_instrument_function));
 
 // Informational/error line on stderr, prefixed "lookback: ".
 void Say(const std::string& line) __attribute__((no_instrument_function));

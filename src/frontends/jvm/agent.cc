@@ -1,0 +1,359 @@
+// liblookback-jvm.so: the JVMTI agent of the JVM front-end (docs/jvm.md).
+//
+//   java -agentpath:/path/liblookback-jvm.so[=mode=inline,include=com.example.*,dir=/tmp/d] ...
+//
+// Two modes:
+//   inline    (default) ClassFileLoadHook hands every class to the C++
+//             rewriter (rewriter.h), which compiles an entry probe, an exit
+//             probe before every return and a catch-all exit-and-rethrow
+//             handler into each method. The probes call
+//             java.lang.LookbackProbe (probe_class.h), whose natives
+//             (natives.cc) write the thread's lookback ring.
+//   listener  JVMTI MethodEntry/MethodExit events into the same rings: the
+//             analogue of ART's built-in method tracing, the slow baseline.
+//
+// The runtime (liblookback.so) is loaded by the agent after it has turned
+// its options into LOOKBACK_* variables, so `dir=...`, `threads=...` and
+// every other runtime setting can be given as agent options. Under
+// `lookback record` the runtime is already loaded (preloaded) and configured
+// by record's flags.
+#include <dlfcn.h>
+#include <fnmatch.h>
+#include <jvmti.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "frontends/jvm/jvm_agent.h"
+#include "frontends/jvm/method_names.h"
+#include "frontends/jvm/probe_class.h"
+#include "frontends/jvm/rewriter.h"
+
+namespace lookback::jvm {
+
+RuntimeApi g_runtime;
+AgentStats g_stats;
+
+namespace {
+
+enum class Mode { kInline, kListener };
+
+struct Options {
+  Mode mode = Mode::kInline;
+  std::vector<std::string> include, exclude;  // globs over "pkg.Class.method"
+  std::vector<std::pair<std::string, std::string>> runtime;  // LOOKBACK_<KEY>, value
+  std::string error;
+};
+
+jvmtiEnv* g_jvmti = nullptr;
+Options g_options;
+std::atomic<bool> g_probe_ready{false};  // java.lang.LookbackProbe defined: classes may call it
+std::atomic<uint32_t> g_next_id{1};
+
+void Say(const std::string& line) {
+  const std::string s = "lookback-jvm: " + line + "\n";
+  ssize_t ignored = write(2, s.data(), s.size());
+  (void)ignored;
+}
+
+// "a=b,c=d": agent options. Lists inside a value use ';' (',' separates options).
+Options ParseOptions(const char* text) {
+  Options o;
+  std::string s = text ? text : "";
+  size_t at = 0;
+  while (at <= s.size() && !s.empty()) {
+    size_t comma = s.find(',', at);
+    if (comma == std::string::npos) comma = s.size();
+    const std::string item = s.substr(at, comma - at);
+    at = comma + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "1" : item.substr(eq + 1);
+    if (key == "mode") {
+      if (value == "inline") {
+        o.mode = Mode::kInline;
+      } else if (value == "listener") {
+        o.mode = Mode::kListener;
+      } else {
+        o.error = "mode must be inline or listener, not '" + value + "'";
+      }
+    } else if (key == "include" || key == "exclude") {
+      size_t p = 0;
+      while (p <= value.size()) {
+        size_t semi = value.find(';', p);
+        if (semi == std::string::npos) semi = value.size();
+        if (semi > p) (key == "include" ? o.include : o.exclude).push_back(value.substr(p, semi - p));
+        p = semi + 1;
+      }
+    } else {
+      std::string var = "LOOKBACK_";
+      for (char c : key) var += c == '-' ? '_' : static_cast<char>(toupper(static_cast<unsigned char>(c)));
+      for (char& c : value) {
+        if (c == ';') c = ',';
+      }
+      o.runtime.emplace_back(var, value);
+    }
+    if (comma == s.size()) break;
+  }
+  return o;
+}
+
+bool Selected(const std::string& java_method) {
+  for (const std::string& g : g_options.exclude) {
+    if (fnmatch(g.c_str(), java_method.c_str(), 0) == 0) return false;
+  }
+  if (g_options.include.empty()) return true;
+  for (const std::string& g : g_options.include) {
+    if (fnmatch(g.c_str(), java_method.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+// Classes never rewritten: the probe itself, java.lang.Object (every
+// constructor chain ends in it; the VM special-cases its <init>), and the
+// method-handle machinery that lambdas and string concatenation bootstrap
+// through (its frames are the VM's plumbing, not the program's).
+bool NeverRewritten(std::string_view cls) {
+  return cls == kProbeClass || cls == "java/lang/Object" || cls.rfind("java/lang/invoke/", 0) == 0 ||
+         cls.rfind("jdk/internal/", 0) == 0 || cls.rfind("sun/invoke/", 0) == 0;
+}
+
+uint32_t NewMethod(std::string_view cls, std::string_view name, std::string_view desc) {
+  const uint32_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  g_runtime.set_key_name(MethodKey(id), PrettyMethod(cls, name, desc).c_str());
+  return id;
+}
+
+// ---- inline mode -----------------------------------------------------------
+
+void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv*, jclass, jobject, const char* name, jobject, jint len,
+                             const unsigned char* data, jint* new_len, unsigned char** new_data) {
+  if (!g_probe_ready.load(std::memory_order_acquire) || name == nullptr || NeverRewritten(name)) return;
+  RewriteRequest req;
+  req.assign_id = [](std::string_view cls, std::string_view method, std::string_view desc) -> std::optional<uint32_t> {
+    if (!Selected(JavaClassName(cls) + "." + std::string(method))) return std::nullopt;
+    return NewMethod(cls, method, desc);
+  };
+  RewriteResult r = RewriteClass(data, static_cast<size_t>(len), req);
+  g_stats.Count(r);
+  if (!r.error.empty()) {
+    g_stats.NoteError(name, r.error);
+    return;
+  }
+  if (!r.changed) return;
+  unsigned char* out = nullptr;
+  if (jvmti->Allocate(static_cast<jlong>(r.bytes.size()), &out) != JVMTI_ERROR_NONE) return;
+  memcpy(out, r.bytes.data(), r.bytes.size());
+  *new_len = static_cast<jint>(r.bytes.size());
+  *new_data = out;
+}
+
+// Defines java.lang.LookbackProbe into java.base and binds its natives; then
+// classes loaded from now on are rewritten, and those loaded before (most of
+// java.base's start-up classes) are retransformed.
+bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
+  const std::vector<uint8_t> bytes = ProbeClassBytes();
+  jclass probe = jni->DefineClass(kProbeClass, nullptr, reinterpret_cast<const jbyte*>(bytes.data()),
+                                  static_cast<jsize>(bytes.size()));
+  if (probe == nullptr) {
+    jni->ExceptionDescribe();
+    jni->ExceptionClear();
+    Say("cannot define java.lang.LookbackProbe: inline mode is off (run with mode=listener)");
+    return false;
+  }
+  if (!RegisterProbeNatives(jni, probe)) {
+    jni->ExceptionClear();
+    Say("cannot bind java.lang.LookbackProbe's natives: inline mode is off");
+    return false;
+  }
+  jfieldID on = jni->GetStaticFieldID(probe, kProbeOnField, "Z");
+  if (on == nullptr) {
+    jni->ExceptionClear();
+    return false;
+  }
+  jni->SetStaticBooleanField(probe, on, JNI_TRUE);
+  g_probe_ready.store(true, std::memory_order_release);
+
+  // The classes loaded before the probe existed.
+  jint count = 0;
+  jclass* classes = nullptr;
+  if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return true;
+  std::vector<jclass> todo;
+  for (jint i = 0; i < count; ++i) {
+    jboolean modifiable = JNI_FALSE;
+    if (jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) todo.push_back(classes[i]);
+  }
+  // One at a time: a class the VM refuses (rare) must not stop the others.
+  for (jclass c : todo) {
+    if (jvmti->RetransformClasses(1, &c) != JVMTI_ERROR_NONE) g_stats.retransform_failed.fetch_add(1);
+  }
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
+  return true;
+}
+
+// ---- listener mode ---------------------------------------------------------
+
+std::shared_mutex g_listener_mutex;
+std::unordered_map<jmethodID, uint32_t> g_listener_ids;  // 0: not traced
+
+uint32_t ListenerId(jvmtiEnv* jvmti, jmethodID m) {
+  {
+    std::shared_lock<std::shared_mutex> lock(g_listener_mutex);
+    auto it = g_listener_ids.find(m);
+    if (it != g_listener_ids.end()) return it->second;
+  }
+  char *name = nullptr, *sig = nullptr, *csig = nullptr;
+  jclass cls = nullptr;
+  uint32_t id = 0;
+  if (jvmti->GetMethodName(m, &name, &sig, nullptr) == JVMTI_ERROR_NONE &&
+      jvmti->GetMethodDeclaringClass(m, &cls) == JVMTI_ERROR_NONE &&
+      jvmti->GetClassSignature(cls, &csig, nullptr) == JVMTI_ERROR_NONE) {
+    std::string_view c(csig);
+    if (c.size() > 2 && c.front() == 'L') c = c.substr(1, c.size() - 2);  // "Lpkg/C;" -> "pkg/C"
+    std::string_view method_name(name);
+    std::lock_guard<std::shared_mutex> lock(g_listener_mutex);
+    auto [it, fresh] = g_listener_ids.emplace(m, 0);
+    if (fresh && !NeverRewritten(c) && Selected(JavaClassName(c) + "." + std::string(method_name))) {
+      it->second = NewMethod(c, method_name, sig);
+    }
+    id = it->second;
+  }
+  if (name) jvmti->Deallocate(reinterpret_cast<unsigned char*>(name));
+  if (sig) jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
+  if (csig) jvmti->Deallocate(reinterpret_cast<unsigned char*>(csig));
+  return id;
+}
+
+void JNICALL OnMethodEntry(jvmtiEnv* jvmti, JNIEnv*, jthread, jmethodID m) {
+  if (const uint32_t id = ListenerId(jvmti, m)) g_runtime.enter(MethodKey(id));
+}
+
+void JNICALL OnMethodExit(jvmtiEnv* jvmti, JNIEnv*, jthread, jmethodID m, jboolean, jvalue) {
+  if (const uint32_t id = ListenerId(jvmti, m)) g_runtime.exit(MethodKey(id));
+}
+
+// ---- threads ---------------------------------------------------------------
+
+// Names the calling thread with its Java name (ThreadStart and VMInit run on
+// the thread concerned, before its first Java frame).
+void NameThisThread(jvmtiEnv* jvmti, jthread thread) {
+  jvmtiThreadInfo info{};
+  if (jvmti->GetThreadInfo(thread, &info) != JVMTI_ERROR_NONE) return;
+  if (info.name != nullptr) {
+    g_runtime.set_thread_name(info.name);
+    jvmti->Deallocate(reinterpret_cast<unsigned char*>(info.name));
+  }
+}
+
+// The launcher's main thread detaches when main returns and attaches again
+// as "DestroyJavaVM" to wait for the other threads: it keeps its first name.
+thread_local bool t_named = false;
+
+void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv*, jthread thread) {
+  if (t_named) return;
+  t_named = true;
+  NameThisThread(jvmti, thread);
+}
+
+void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
+  t_named = true;
+  NameThisThread(jvmti, thread);
+  if (g_options.mode == Mode::kInline) {
+    StartInline(jvmti, jni);
+  } else {
+    jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_ENTRY, nullptr);
+    jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_EXIT, nullptr);
+  }
+}
+
+// Loads liblookback.so from beside this library (or the one already loaded),
+// after exporting the runtime options as LOOKBACK_* variables.
+bool LoadRuntime() {
+  Dl_info self{};
+  std::string dir;
+  if (dladdr(reinterpret_cast<void*>(&LoadRuntime), &self) && self.dli_fname) {
+    dir = self.dli_fname;
+    dir = dir.substr(0, dir.rfind('/') + 1);
+  }
+  const std::string path = dir + "liblookback.so";
+  void* loaded = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (loaded == nullptr) loaded = dlopen("liblookback.so", RTLD_NOW | RTLD_NOLOAD);
+  if (loaded != nullptr && !g_options.runtime.empty()) {
+    Say("the lookback runtime was loaded before the agent (lookback record or LD_PRELOAD), so its settings come "
+        "from LOOKBACK_* variables; agent options other than mode/include/exclude are ignored");
+  }
+  if (loaded == nullptr) {
+    for (const auto& [var, value] : g_options.runtime) setenv(var.c_str(), value.c_str(), 1);
+    loaded = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (loaded == nullptr) loaded = dlopen("liblookback.so", RTLD_NOW | RTLD_GLOBAL);
+  }
+  if (loaded == nullptr) {
+    Say(std::string("cannot load liblookback.so (") + dlerror() + "): the JVM runs untraced");
+    return false;
+  }
+  g_runtime.enter = reinterpret_cast<void (*)(uint64_t)>(dlsym(loaded, "lb_enter"));
+  g_runtime.exit = reinterpret_cast<void (*)(uint64_t)>(dlsym(loaded, "lb_exit"));
+  g_runtime.set_key_name = reinterpret_cast<int (*)(uint64_t, const char*)>(dlsym(loaded, "lb_set_key_name"));
+  g_runtime.set_thread_name = reinterpret_cast<int (*)(const char*)>(dlsym(loaded, "lb_thread_set_name"));
+  g_runtime.set_note = reinterpret_cast<int (*)(const char*, const char*)>(dlsym(loaded, "lb_set_note"));
+  if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name) {
+    Say("liblookback.so is from another lookback version (missing lb_thread_set_name): the JVM runs untraced");
+    return false;
+  }
+  return true;
+}
+
+bool Check(jvmtiError e, const char* what) {
+  if (e == JVMTI_ERROR_NONE) return true;
+  Say(std::string(what) + " failed (JVMTI error " + std::to_string(e) + "): the JVM runs untraced");
+  return false;
+}
+
+}  // namespace
+}  // namespace lookback::jvm
+
+using namespace lookback::jvm;
+
+extern "C" JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void*) {
+  g_options = ParseOptions(options);
+  if (!g_options.error.empty()) {
+    Say("bad option: " + g_options.error);
+    return JNI_ERR;  // the JVM stops with "agent library failed to init": a wrong flag is a usage error
+  }
+  if (!LoadRuntime()) return JNI_OK;
+  if (vm->GetEnv(reinterpret_cast<void**>(&g_jvmti), JVMTI_VERSION_11) != JNI_OK || g_jvmti == nullptr) {
+    Say("no JVMTI 11 environment: the JVM runs untraced");
+    return JNI_OK;
+  }
+  jvmtiCapabilities caps{};
+  if (g_options.mode == Mode::kInline) {
+    caps.can_generate_all_class_hook_events = 1;
+    caps.can_retransform_classes = 1;
+  } else {
+    caps.can_generate_method_entry_events = 1;
+    caps.can_generate_method_exit_events = 1;
+  }
+  if (!Check(g_jvmti->AddCapabilities(&caps), "AddCapabilities")) return JNI_OK;
+  jvmtiEventCallbacks cb{};
+  cb.VMInit = &OnVMInit;
+  cb.ThreadStart = &OnThreadStart;
+  cb.ClassFileLoadHook = &OnClassFileLoad;
+  cb.MethodEntry = &OnMethodEntry;
+  cb.MethodExit = &OnMethodExit;
+  if (!Check(g_jvmti->SetEventCallbacks(&cb, sizeof cb), "SetEventCallbacks")) return JNI_OK;
+  g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, nullptr);
+  g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_THREAD_START, nullptr);
+  if (g_options.mode == Mode::kInline) {
+    g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+  }
+  return JNI_OK;
+}

@@ -1,0 +1,46 @@
+// What the JVM agent's files share: the runtime entry points it loaded
+// (agent.cc, LoadRuntime), method keys, and the agent's counters.
+#pragma once
+
+#include <jni.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "frontends/jvm/rewriter.h"
+
+namespace lookback::jvm {
+
+// liblookback.so's C API, resolved with dlsym once the agent has loaded it.
+struct RuntimeApi {
+  void (*enter)(uint64_t key) = nullptr;
+  void (*exit)(uint64_t key) = nullptr;
+  int (*set_key_name)(uint64_t key, const char* name) = nullptr;
+  int (*set_thread_name)(const char* name) = nullptr;
+  int (*set_note)(const char* key, const char* value) = nullptr;
+};
+extern RuntimeApi g_runtime;
+
+// LB_METHOD_KEY (lookback.h): method ids live above every native address.
+inline uint64_t MethodKey(uint32_t id) { return uint64_t{1} << 55 | id; }
+
+// Binds java.lang.LookbackProbe.enterNative/exitNative (natives.cc).
+bool RegisterProbeNatives(JNIEnv* jni, jclass probe);
+
+// What the rewriter did, for the dump's "jvm" note (`lookback info`).
+struct AgentStats {
+  std::atomic<uint64_t> classes_rewritten{0}, classes_unchanged{0}, classes_failed{0}, methods_traced{0},
+      retransform_failed{0};
+  std::atomic<uint64_t> skipped[8] = {};  // by SkipReason
+  std::mutex error_mutex;
+  std::string first_error;  // "<class>: <error>"
+
+  void Count(const RewriteResult& r);
+  void NoteError(const char* cls, const std::string& error);
+  std::string Summary();
+};
+extern AgentStats g_stats;
+
+}  // namespace lookback::jvm

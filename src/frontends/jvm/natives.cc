@@ -1,0 +1,86 @@
+// The natives behind java.lang.LookbackProbe (probe_class.h): where an
+// inlined Java probe enters the recorder.
+//
+// HotSpot 17 calls a critical native (JavaCritical_<class>_<method>, looked
+// up by name in the library that holds the registered JNI entry) from
+// compiled code without the JNI transition when -XX:+CriticalJNINatives is on
+// (`lookback record` adds it; JDK 18 removed the flag): that is the cheapest
+// call from Java into C++ the JVM offers, measured in docs/jvm.md. The
+// interpreter, and JVMs without the flag, use the plain JNI entry.
+#include <jni.h>
+
+#include "frontends/jvm/jvm_agent.h"
+
+using lookback::jvm::g_runtime;
+using lookback::jvm::MethodKey;
+
+extern "C" {
+
+JNIEXPORT void JNICALL Java_java_lang_LookbackProbe_enterNative(JNIEnv*, jclass, jint id) {
+  g_runtime.enter(MethodKey(static_cast<uint32_t>(id)));
+}
+
+JNIEXPORT void JNICALL Java_java_lang_LookbackProbe_exitNative(JNIEnv*, jclass, jint id) {
+  g_runtime.exit(MethodKey(static_cast<uint32_t>(id)));
+}
+
+JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_enterNative(jint id) {
+  g_runtime.enter(MethodKey(static_cast<uint32_t>(id)));
+}
+
+JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_exitNative(jint id) {
+  g_runtime.exit(MethodKey(static_cast<uint32_t>(id)));
+}
+
+}  // extern "C"
+
+namespace lookback::jvm {
+
+bool RegisterProbeNatives(JNIEnv* jni, jclass probe) {
+  JNINativeMethod methods[] = {
+      {const_cast<char*>("enterNative"), const_cast<char*>("(I)V"),
+       reinterpret_cast<void*>(&Java_java_lang_LookbackProbe_enterNative)},
+      {const_cast<char*>("exitNative"), const_cast<char*>("(I)V"),
+       reinterpret_cast<void*>(&Java_java_lang_LookbackProbe_exitNative)},
+  };
+  return jni->RegisterNatives(probe, methods, 2) == JNI_OK;
+}
+
+void AgentStats::Count(const RewriteResult& r) {
+  if (!r.error.empty()) {
+    classes_failed.fetch_add(1, std::memory_order_relaxed);
+  } else if (r.changed) {
+    classes_rewritten.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    classes_unchanged.fetch_add(1, std::memory_order_relaxed);
+  }
+  methods_traced.fetch_add(r.traced.size(), std::memory_order_relaxed);
+  for (const SkippedMethod& s : r.skipped) {
+    const size_t i = static_cast<size_t>(s.reason);
+    if (i < sizeof skipped / sizeof skipped[0]) skipped[i].fetch_add(1, std::memory_order_relaxed);
+  }
+  if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", Summary().c_str());
+}
+
+void AgentStats::NoteError(const char* cls, const std::string& error) {
+  std::lock_guard<std::mutex> lock(error_mutex);
+  if (first_error.empty()) first_error = std::string(cls) + ": " + error;
+}
+
+std::string AgentStats::Summary() {
+  std::string s = "inline: " + std::to_string(methods_traced.load()) + " methods traced in " +
+                  std::to_string(classes_rewritten.load()) + " classes; " + std::to_string(classes_unchanged.load()) +
+                  " classes unchanged, " + std::to_string(classes_failed.load()) + " left unmodified after a rewrite error";
+  std::string skips;
+  for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; ++i) {
+    if (const uint64_t n = skipped[i].load()) {
+      skips += (skips.empty() ? "" : ", ") + std::to_string(n) + " " + SkipReasonName(static_cast<SkipReason>(i));
+    }
+  }
+  if (!skips.empty()) s += "; methods skipped: " + skips;
+  std::lock_guard<std::mutex> lock(error_mutex);
+  if (!first_error.empty()) s += "; first error: " + first_error;
+  return s;
+}
+
+}  // namespace lookback::jvm

@@ -29,6 +29,7 @@ struct RecordOptions {
   bool no_crash = false;
   bool quiet = false;
   std::string jvm_mode = "inline";  // docs/jvm.md
+  std::vector<std::string> jvm_include, jvm_exclude;
   // Trigger flags: variable -> value, checked by the runtime's own parser.
   std::map<std::string, std::string> triggers;
   std::vector<std::string> command;
@@ -175,7 +176,10 @@ int Run(const RecordOptions& o) {
   if (IsJavaLauncher(command[0])) {
     const std::string agent = runtime.substr(0, runtime.rfind('/') + 1) + "liblookback-jvm.so";
     if (access(agent.c_str(), R_OK) != 0) return Fail("the program is a JVM, but " + agent + " is missing"), kExitError;
-    std::vector<std::string> jvm_flags = {"-agentpath:" + agent + "=mode=" + o.jvm_mode};
+    std::string agent_options = "mode=" + o.jvm_mode;
+    for (const std::string& g : o.jvm_include) agent_options += ",include=" + g;
+    for (const std::string& g : o.jvm_exclude) agent_options += ",exclude=" + g;
+    std::vector<std::string> jvm_flags = {"-agentpath:" + agent + "=" + agent_options};
     // The cheapest call from Java into the recorder (natives.cc); JDK 17
     // prints one deprecation warning for it.
     if (o.jvm_mode == "inline" && !Mentions(command, "CriticalJNINatives")) jvm_flags.push_back("-XX:+CriticalJNINatives");
@@ -272,6 +276,11 @@ Runner SetupRecord(CLI::App* sub) {
                   "For a JVM (java ...): inline (probes compiled into every method) or listener (JVMTI events); docs/jvm.md")
       ->check(CLI::IsMember({"inline", "listener"}))
       ->capture_default_str();
+  sub->add_option("--jvm-include", o->jvm_include,
+                  "For a JVM: trace only methods matching this glob over pkg.Class.method (repeatable)")
+      ->allow_extra_args(false);
+  sub->add_option("--jvm-exclude", o->jvm_exclude, "For a JVM: do not trace methods matching this glob (repeatable)")
+      ->allow_extra_args(false);
   sub->allow_extras();
   sub->prefix_command();  // everything from the program's name on belongs to the program
   sub->footer("Usage: lookback record [OPTIONS] [--] PROGRAM [ARGS...]");

@@ -1,0 +1,132 @@
+// The JVM front-end (src/frontends/jvm, docs/jvm.md) on real Java programs
+// compiled by the build (tests/java): the call sequence lookback records for
+// every thread equals what the program logged itself, in both modes, with
+// Java thread names; inline and listener modes agree.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace lookback::testing {
+namespace {
+
+bool JvmAvailable() {
+  return std::string(LOOKBACK_TEST_JAVA).size() > 0 && access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/CallTree.class").c_str(), R_OK) == 0;
+}
+
+#define REQUIRE_JVM() \
+  if (!JvmAvailable()) GTEST_SKIP() << "no JDK (java, javac) or no JVM agent built"
+
+struct NamedEvent {
+  bool exit;
+  std::string method;
+  bool operator==(const NamedEvent&) const = default;
+};
+
+using Threads = std::map<std::string, std::vector<NamedEvent>>;  // by Java thread name
+
+std::vector<std::string> Split(const std::string& line, char sep) {
+  std::vector<std::string> f;
+  std::istringstream in(line);
+  for (std::string cell; std::getline(in, cell, sep);) f.push_back(cell);
+  return f;
+}
+
+// "<thread>\tENTER|EXIT\t<method>" lines written by tests/java/GroundTruth.java.
+Threads ReadGroundTruth(const std::string& path) {
+  Threads out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const auto f = Split(line, '\t');
+    if (f.size() == 3) out[f[0]].push_back({f[1] == "EXIT", f[2]});
+  }
+  return out;
+}
+
+// lookback's events for methods in `keep`, by thread name.
+Threads RecordedEvents(const std::string& dump, const std::set<std::string>& keep) {
+  const format::Dump d = MustOpen(dump);
+  std::map<uint32_t, std::string> names;
+  for (const auto& t : d.threads) names[t.tid] = t.name;
+  RunResult ev = RunProgram({Cli(), "events", dump});
+  EXPECT_EQ(ev.exit_code, 0) << ev.err;
+  Threads out;
+  std::istringstream in(ev.out);
+  for (std::string line; std::getline(in, line);) {
+    const auto f = Split(line, '\t');
+    if (f.size() < 5 || (f[2] != "ENTER" && f[2] != "EXIT") || !keep.count(f[4])) continue;
+    out[names[static_cast<uint32_t>(std::stoul(f[0]))]].push_back({f[2] == "EXIT", f[4]});
+  }
+  return out;
+}
+
+struct JvmRun {
+  RunResult result;
+  std::string dump;
+  Threads truth, recorded;
+};
+
+JvmRun RecordCallTree(const std::string& name, const std::string& mode, int threads, int calls) {
+  JvmRun run;
+  const std::string dir = FreshDir(name);
+  const std::string gt = dir + "/ground-truth.txt";
+  run.result = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", mode, "--jvm-include",
+                           "CallTree.*", "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree",
+                           std::to_string(threads), std::to_string(calls), "42", gt});
+  const auto dumps = Dumps(dir + "/dumps");
+  if (dumps.size() == 1) run.dump = dumps[0];
+  run.truth = ReadGroundTruth(gt);
+  std::set<std::string> methods;
+  for (const auto& [thread, evs] : run.truth) {
+    for (const auto& e : evs) methods.insert(e.method);
+  }
+  if (!run.dump.empty()) run.recorded = RecordedEvents(run.dump, methods);
+  return run;
+}
+
+void ExpectSameCalls(const JvmRun& run, int threads) {
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_FALSE(run.dump.empty()) << run.result.err;
+  ASSERT_EQ(run.truth.size(), static_cast<size_t>(threads));
+  size_t compared = 0;
+  for (const auto& [thread, want] : run.truth) {
+    SCOPED_TRACE("thread " + thread);
+    ASSERT_TRUE(run.recorded.count(thread)) << "no thread named " << thread << " in the dump";
+    const auto& got = run.recorded.at(thread);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[i], want[i]) << "event " << i << ": " << (got[i].exit ? "EXIT " : "ENTER ") << got[i].method;
+    }
+    compared += want.size();
+  }
+  EXPECT_GT(compared, 1000u);
+}
+
+class JvmModes : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(JvmModes, SingleThreadCallSequenceEqualsGroundTruth) {
+  REQUIRE_JVM();
+  const JvmRun run = RecordCallTree(std::string("jvm-st-") + GetParam(), GetParam(), 1, 300);
+  ExpectSameCalls(run, 1);
+}
+
+TEST_P(JvmModes, EveryThreadsCallSequenceEqualsGroundTruthUnderItsJavaName) {
+  REQUIRE_JVM();
+  const JvmRun run = RecordCallTree(std::string("jvm-mt-") + GetParam(), GetParam(), 4, 200);
+  ExpectSameCalls(run, 4);
+  // Java names, whole: longer than the kernel's 15 bytes.
+  EXPECT_TRUE(run.recorded.count("calltree-worker-3"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("listener"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
+}  // namespace
+}  // namespace lookback::testing

@@ -180,7 +180,10 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     jni->ExceptionClear();
     return false;
   }
-  jni->SetStaticBooleanField(probe, on, JNI_TRUE);
+  // LOOKBACK_ENABLED=0: the probes stay compiled in but test a false flag
+  // and call nothing (the cost of tracing off, docs/jvm.md).
+  const char* enabled = getenv("LOOKBACK_ENABLED");
+  jni->SetStaticBooleanField(probe, on, enabled != nullptr && strcmp(enabled, "0") == 0 ? JNI_FALSE : JNI_TRUE);
   g_probe_ready.store(true, std::memory_order_release);
 
   // The classes loaded before the probe existed.

@@ -1,0 +1,143 @@
+// Hubble's Listing 1 in Java (bench/java/Listing1.java) under every JVM
+// tracing mode, interleaved, medians; the native floor hook beside it.
+//
+//   jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F]
+//
+// Variants, one JVM each (start-up is not timed: the program times its own
+// loop after a warm-up that lets C2 compile the chain):
+//   uninstrumented   java Listing1
+//   off              the agent (inline mode), LOOKBACK_ENABLED=0: probes compiled in, flag false
+//   inline           the agent, inline mode, -XX:+CriticalJNINatives (what `lookback record` runs)
+//   inline, JNI      the same without -XX:+CriticalJNINatives: a plain JNI call per trace point
+//   listener         the agent, listener mode (JVMTI MethodEntry/MethodExit)
+//   native floor     bench/listing1_gcc_floor against listing1_gcc_plain (the C++ floor hook)
+// ns per trace point = (variant - uninstrumented) / 20, per round, then the median.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+
+namespace {
+
+using bench::Fmt;
+using bench::Median;
+
+enum Kind { kPlain, kOff, kInline, kInlineJni, kListener, kNativePlain, kNativeFloor, kKinds };
+const char* const kNames[kKinds] = {"uninstrumented", "off", "inline", "inline, JNI", "listener", "native plain",
+                                    "native floor"};
+constexpr int kTracePoints = 20;
+
+struct Setup {
+  std::string java, classes, agent, native_dir, tmp;
+};
+
+long CallsFor(Kind k, int work, double scale) {
+  const double ns_per_call = (k == kListener ? 3000.0 : 300.0) + 1.2 * work;
+  return std::max(2000L, static_cast<long>(3e8 / ns_per_call * scale));
+}
+
+// ns per top-level call, or NAN.
+double RunOnce(const Setup& s, Kind k, int work, double scale) {
+  const long calls = CallsFor(k, work, scale), warmup = k == kListener ? 20000 : 200000;
+  std::vector<std::string> argv, env;
+  const std::string opts = "=dir=" + s.tmp + ",dump_at_exit=0,include=Listing1.*";
+  switch (k) {
+    case kPlain: argv = {s.java, "-cp", s.classes, "Listing1"}; break;
+    case kOff:
+      argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline", "-cp", s.classes, "Listing1"};
+      env = {"LOOKBACK_ENABLED=0"};
+      break;
+    case kInline:
+      argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline", "-XX:+CriticalJNINatives", "-cp", s.classes,
+              "Listing1"};
+      break;
+    case kInlineJni: argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline", "-cp", s.classes, "Listing1"}; break;
+    case kListener: argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=listener", "-cp", s.classes, "Listing1"}; break;
+    case kNativePlain: argv = {s.native_dir + "/listing1_gcc_plain"}; break;
+    case kNativeFloor: argv = {s.native_dir + "/listing1_gcc_floor"}; break;
+    default: return NAN;
+  }
+  argv.insert(argv.end(), {std::to_string(work), std::to_string(calls), std::to_string(warmup)});
+  const bench::Child c = bench::Spawn(argv, env, {"LOOKBACK_", "JAVA_TOOL_OPTIONS", "LD_PRELOAD"});
+  const size_t at = c.text.find("elapsed_ns=");
+  if (!c.ok || at == std::string::npos) {
+    fprintf(stderr, "jvm_listing1_driver: %s failed:\n%s\n", kNames[k], c.text.c_str());
+    return NAN;
+  }
+  return std::strtod(c.text.c_str() + at + 11, nullptr) / static_cast<double>(calls);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 5;
+  double scale = 1.0;
+  std::vector<int> works = {0, 1, 10, 100, 1000};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) bench::Die("missing value for " + a);
+      return argv[++i];
+    };
+    if (a == "--rounds") {
+      rounds = atoi(next().c_str());
+    } else if (a == "--scale") {
+      scale = atof(next().c_str());
+    } else if (a == "--work") {
+      works.clear();
+      for (const auto& w : bench::Split(next(), ',')) works.push_back(atoi(w.c_str()));
+    } else {
+      bench::Die("usage: jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F]");
+    }
+  }
+  Setup s;
+  const std::string self = bench::SelfDir();
+  s.java = bench::FindInPath("java").value_or("");
+  if (s.java.empty()) bench::Die("java not found in PATH");
+  s.classes = self + "/java";
+  s.agent = self + "/../liblookback-jvm.so";
+  s.native_dir = self;
+  s.tmp = bench::MakeTempDir("jvm-listing1");
+  bench::g_scratch_dir = s.tmp;
+  const std::string load_before = bench::LoadAverage();
+  // ns[kind][work][round]
+  std::vector<std::vector<std::vector<double>>> ns(kKinds, std::vector<std::vector<double>>(works.size(), std::vector<double>(rounds, NAN)));
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t w = 0; w < works.size(); ++w) {
+      for (int j = 0; j < kKinds; ++j) {
+        const Kind k = static_cast<Kind>((j + r) % kKinds);  // rotate the order each round
+        ns[k][w][r] = RunOnce(s, k, works[w], scale);
+      }
+    }
+    fprintf(stderr, "jvm_listing1_driver: round %d/%d done\n", r + 1, rounds);
+  }
+  bench::RemoveTree(s.tmp);
+  auto tp = [&](Kind k, Kind base, size_t w, int r) { return (ns[k][w][r] - ns[base][w][r]) / kTracePoints; };
+  auto med = [&](auto f) {
+    std::vector<double> v;
+    for (int r = 0; r < rounds; ++r) v.push_back(f(r));
+    return Median(v);
+  };
+  printf("Listing 1 in Java (depth 10, 20 trace points per call), OpenJDK 17, medians of %d interleaved rounds.\n", rounds);
+  printf("ns/tp = (variant - uninstrumented) / 20 per round, then the median. /proc/loadavg before: %s; after: %s\n\n",
+         load_before.c_str(), bench::LoadAverage().c_str());
+  printf("| work | uninstrumented, ns/call | off, ns/tp (goal <= 1) | inline, ns/tp (goal <= 12 at work 0) | inline, plain JNI, ns/tp | listener, ns/tp | listener / inline (goal >= 10 at 0, >= 25 at 100) | native floor hook, ns/tp | inline / native floor |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t w = 0; w < works.size(); ++w) {
+    const double plain = med([&](int r) { return ns[kPlain][w][r]; });
+    const double off = med([&](int r) { return tp(kOff, kPlain, w, r); });
+    const double in = med([&](int r) { return tp(kInline, kPlain, w, r); });
+    const double jni = med([&](int r) { return tp(kInlineJni, kPlain, w, r); });
+    const double lis = med([&](int r) { return tp(kListener, kPlain, w, r); });
+    const double ratio = med([&](int r) { return tp(kListener, kPlain, w, r) / tp(kInline, kPlain, w, r); });
+    const double floor = med([&](int r) { return tp(kNativeFloor, kNativePlain, w, r); });
+    const double xf = med([&](int r) { return tp(kInline, kPlain, w, r) / tp(kNativeFloor, kNativePlain, w, r); });
+    printf("| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", works[w], Fmt(plain, 1).c_str(), Fmt(off, 2).c_str(),
+           Fmt(in, 2).c_str(), Fmt(jni, 2).c_str(), Fmt(lis, 1).c_str(), Fmt(ratio, 1).c_str(), Fmt(floor, 2).c_str(),
+           Fmt(xf, 2).c_str());
+  }
+  return 0;
+}

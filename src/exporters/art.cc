@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "exporters/exporters.h"
+#include "exporters/java_names.h"
 #include "exporters/output.h"
 #include "symbolize/symbolizer.h"
 
@@ -169,6 +170,14 @@ CppName SplitCppName(const std::string& full) {
   return r;
 }
 
+// "com.example.Outer$Inner" -> "Outer.java": javac's convention (the dump has
+// no SourceFile attribute).
+std::string JavaSourceFile(const std::string& cls) {
+  std::string simple = cls.substr(cls.rfind('.') + 1);
+  simple = simple.substr(0, simple.find('$'));
+  return simple.empty() ? "" : simple + ".java";
+}
+
 class ArtSink : public model::TraceSink {
  public:
   explicit ArtSink(ExportOptions o) : o_(std::move(o)) {}
@@ -274,6 +283,14 @@ class ArtSink : public model::TraceSink {
     const symbolize::Symbol* sym = ctx_->symbols ? &ctx_->symbols->Lookup(key) : nullptr;
     const std::string module = sym ? BaseName(sym->module) : std::string();
     CppName n;
+    JavaMethodName java;
+    if ((key & format::kKeyMethodTag) != 0 && SplitJavaMethod(KeyName(*ctx_, key), &java)) {
+      // A JVM method (the agent names it in PrettyMethod style): ART's own
+      // columns, class, name and descriptor, as Android Studio reads them.
+      fmt::format_to(std::back_inserter(*out), "{:#x}\t{}\t{}\t{}\t{}\n", id, java.cls, java.name, java.descriptor,
+                     Field(JavaSourceFile(java.cls), "?"));
+      return;
+    }
     if (sym && sym->resolved) {
       n = SplitCppName(sym->name);
     } else {

@@ -125,6 +125,32 @@ TEST_P(JvmModes, EveryThreadsCallSequenceEqualsGroundTruthUnderItsJavaName) {
   EXPECT_TRUE(run.recorded.count("calltree-worker-3"));
 }
 
+// Exporters name Java methods as Java tools do: ART's .trace splits class,
+// name and descriptor; Nanoscope's text uses PrettyMethod signatures and the
+// Java thread name in its file names.
+TEST(JvmExport, ArtSplitsClassNameAndDescriptorAndNanoscopeUsesJavaNames) {
+  REQUIRE_JVM();
+  const JvmRun run = RecordCallTree("jvm-export", "listener", 2, 50);
+  ASSERT_FALSE(run.dump.empty()) << run.result.err;
+  const std::string dir = FreshDir("jvm-export-out");
+  RunResult art = RunProgram({Cli(), "convert", "-q", "--to", "art", "-o", dir + "/t.trace", run.dump});
+  ASSERT_EQ(art.exit_code, 0) << art.err;
+  std::ifstream f(dir + "/t.trace", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_NE(bytes.find("\tCallTree\tf2\t(I[I)I\tCallTree.java\n"), std::string::npos);
+  EXPECT_NE(bytes.find("\tCallTree\twork\t(II)V\tCallTree.java\n"), std::string::npos);
+  RunResult nano = RunProgram({Cli(), "convert", "-q", "--to", "nanoscope", "-o", dir + "/nano", run.dump});
+  ASSERT_EQ(nano.exit_code, 0) << nano.err;
+  bool found = false;
+  for (const std::string& name : ListFiles(dir + "/nano")) {
+    if (name.find("-calltree-worker-1.txt") == std::string::npos) continue;
+    std::ifstream t(dir + "/nano/" + name);
+    const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+    found = text.find(":int CallTree.f2(int, int[])\n") != std::string::npos && text.find(":POP\n") != std::string::npos;
+  }
+  EXPECT_TRUE(found) << "no <tid>-calltree-worker-1.txt with PrettyMethod lines";
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("listener"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 

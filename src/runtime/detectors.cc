@@ -123,6 +123,7 @@ struct Detectors {
   std::vector<uint64_t> call_filter = std::vector<uint64_t>(1024);  // 65536-bit filter on low key bits
   std::unordered_set<uint64_t> idle;
   uint64_t modules_gen = ~uint64_t{0};
+  size_t key_names_seen = 0;  // lb_set_key_name entries already matched (they only grow)
   uint64_t modules_checked_ns = 0;
   double ticks_per_ns = 0;
 };
@@ -144,6 +145,25 @@ void ResolveFunctions(Detectors& d) {
     d.calls[f.addr] = {c.slow_call[f.pattern].threshold_ns, f.size, f.name};
     const uint32_t b = FilterBit(f.addr & format::kKeyLowMask);
     d.call_filter[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  // Keys named by a front-end (JVM methods: "void com.example.Foo.parse(int)"):
+  // a glob matches the qualified name without return type and parameters
+  // ("com.example.*.parse*"), or the whole name.
+  const std::vector<std::pair<uint64_t, std::string>> names = KeyNames();
+  d.key_names_seen = names.size();
+  for (const auto& [key, name] : names) {
+    const size_t space = name.find(' '), open = name.find('(');
+    const std::string qualified = space != std::string::npos && open != std::string::npos && open > space
+                                      ? name.substr(space + 1, open - space - 1)
+                                      : name;
+    for (const Watch& w : c.slow_call) {
+      if (fnmatch(w.pattern.c_str(), qualified.c_str(), 0) == 0 || fnmatch(w.pattern.c_str(), name.c_str(), 0) == 0) {
+        d.calls[key] = {w.threshold_ns, 1, name};
+        const uint32_t b = FilterBit(key & format::kKeyLowMask);
+        d.call_filter[b >> 6] |= uint64_t{1} << (b & 63);
+        break;
+      }
+    }
   }
   d.idle.clear();
   for (const FunctionMatch& f : FindFunctions(c.stall_idle)) d.idle.insert(f.addr);
@@ -413,7 +433,7 @@ uint64_t DetectorTick() {
   if ((!c.slow_call.empty() || !c.stall_idle.empty()) && now_ns - d.modules_checked_ns > 1000000000ull) {
     d.modules_checked_ns = now_ns;
     const uint64_t gen = ModulesGeneration();
-    if (gen != d.modules_gen) {
+    if (gen != d.modules_gen || KeyNameCount() != d.key_names_seen) {
       d.modules_gen = gen;
       ResolveFunctions(d);
     }

@@ -384,6 +384,11 @@ std::vector<std::pair<std::string, std::string>> Notes() {
   return g_notes ? *g_notes : std::vector<std::pair<std::string, std::string>>{};
 }
 
+size_t KeyNameCount() {
+  std::lock_guard<std::mutex> lock(g_names_mutex);
+  return g_names ? g_names->size() : 0;
+}
+
 std::vector<std::pair<uint64_t, std::string>> KeyNames() {
   std::lock_guard<std::mutex> lock(g_names_mutex);
   return g_names ? *g_names : std::vector<std::pair<uint64_t, std::string>>{};

@@ -101,6 +101,7 @@ void ResumeTracing() __attribute__((no_instrument_function));
 
 // Names given to non-native keys with lb_set_key_name (a copy).
 std::vector<std::pair<uint64_t, std::string>> KeyNames() __attribute__((no_instrument_function));
+size_t KeyNameCount() __attribute__((no_instrument_function));
 // Front-ends' notes (lb_set_note), for the dump's NOTES section.
 std::vector<std::pair<std::string, std::string>> Notes() __attribute__((no_instrument_function));
 

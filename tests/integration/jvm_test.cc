@@ -151,6 +151,69 @@ TEST(JvmExport, ArtSplitsClassNameAndDescriptorAndNanoscopeUsesJavaNames) {
   EXPECT_TRUE(found) << "no <tid>-calltree-worker-1.txt with PrettyMethod lines";
 }
 
+JvmRun RecordTriggers(const std::string& name, const std::string& mode, const std::string& what,
+                      const std::vector<std::string>& flags) {
+  JvmRun run;
+  const std::string dir = FreshDir(name);
+  std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", mode,
+                                   "--jvm-include", "Triggers.*", "--no-exit-dump"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Triggers", what});
+  run.result = RunProgram(argv);
+  const auto dumps = Dumps(dir + "/dumps");
+  if (dumps.size() == 1) run.dump = dumps[0];
+  return run;
+}
+
+// The innermost open frames of a thread at the snapshot, outermost first,
+// from `lookback events` (a frame is open if its exit is not in the window).
+std::vector<std::string> OpenFrames(const std::string& dump, const std::string& thread) {
+  const format::Dump d = MustOpen(dump);
+  std::string tid;
+  for (const auto& t : d.threads) {
+    if (t.name == thread) tid = std::to_string(t.tid);
+  }
+  RunResult ev = RunProgram({Cli(), "events", "--thread", tid, dump});
+  std::vector<std::string> stack;
+  std::istringstream in(ev.out);
+  for (std::string line; std::getline(in, line);) {
+    const auto f = Split(line, '\t');
+    if (f.size() < 5) continue;
+    if (f[2] == "ENTER") stack.push_back(f[4]);
+    if (f[2] == "EXIT" && !stack.empty() && stack.back() == f[4]) stack.pop_back();
+  }
+  return stack;
+}
+
+TEST_P(JvmModes, StallInsideAJavaMethodIsDumpedWhileItLasts) {
+  REQUIRE_JVM();
+  const JvmRun run = RecordTriggers(std::string("jvm-stall-") + GetParam(), GetParam(), "stall",
+                                    {"--stall", "ui-thread:100ms"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_FALSE(run.dump.empty()) << run.result.err;
+  const format::Dump d = MustOpen(run.dump);
+  ASSERT_TRUE(d.trigger.has_value());
+  EXPECT_EQ(d.trigger->detector, "stall");
+  EXPECT_EQ(d.trigger->subject, "ui-thread");
+  EXPECT_GE(d.trigger->measured_ns, d.trigger->threshold_ns);
+  const auto stack = OpenFrames(run.dump, "ui-thread");
+  ASSERT_FALSE(stack.empty());
+  EXPECT_EQ(stack.back(), "long Triggers.stuckInHere()");
+}
+
+TEST_P(JvmModes, SlowJavaCallIsCaughtByAJavaGlob) {
+  REQUIRE_JVM();
+  const JvmRun run = RecordTriggers(std::string("jvm-slow-") + GetParam(), GetParam(), "slow-call",
+                                    {"--slow-call", "Triggers.parse*:50ms"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_FALSE(run.dump.empty()) << run.result.err;
+  const format::Dump d = MustOpen(run.dump);
+  ASSERT_TRUE(d.trigger.has_value());
+  EXPECT_EQ(d.trigger->detector, "slow-call");
+  EXPECT_NE(d.trigger->subject.find("int Triggers.parseRequest(int)"), std::string::npos) << d.trigger->subject;
+  EXPECT_GE(d.trigger->measured_ns, 50'000'000u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("listener"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 

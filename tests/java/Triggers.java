@@ -1,0 +1,44 @@
+// Detectors on a JVM (jvm_test.cc):
+//   java Triggers stall       thread "ui-thread" draws frames, then spins inside stuckInHere() until
+//                             main sets `done` after 1 s, calling nothing (no trace point while busy)
+//   java Triggers slow-call   main calls parseRequest(i) 200 times; call 100 sleeps 150 ms
+public class Triggers {
+  static volatile long sink;
+  static volatile boolean done, spinning;
+
+  static long frame(int i) { return render(i) + 1; }
+  static long render(int i) { return i * 31L; }
+
+  static long stuckInHere() {
+    long x = 1;
+    spinning = true;
+    while (!done) x = x * 6364136223846793005L + 1442695040888963407L;  // no calls: a volatile read
+    return x;
+  }
+
+  static long runFrames() {
+    long s = 0;
+    for (int i = 0; i < 200; i++) s += frame(i);
+    return s + stuckInHere();
+  }
+
+  static int parseRequest(int i) throws InterruptedException {
+    if (i == 100) Thread.sleep(150);
+    return i * 2;
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args[0].equals("stall")) {
+      Thread ui = new Thread(() -> sink = runFrames(), "ui-thread");
+      ui.start();
+      while (!spinning) Thread.sleep(1);
+      Thread.sleep(1000);
+      done = true;
+      ui.join();
+    } else {
+      long s = 0;
+      for (int i = 0; i < 200; i++) s += parseRequest(i);
+      sink = s;
+    }
+  }
+}

@@ -135,23 +135,16 @@ Detectors& D() {
 
 uint32_t FilterBit(uint64_t low) { return static_cast<uint32_t>((low * 0x9E3779B97F4A7C15ull) >> 48); }
 
-void ResolveFunctions(Detectors& d) {
+// Keys named by a front-end since the last look (JVM methods: "void
+// com.example.Foo.parse(int)"): a glob matches the qualified name without
+// return type and parameters ("com.example.*.parse*"), or the whole name.
+// Names only grow, so only the new ones are matched.
+void MatchKeyNames(Detectors& d) {
   const Config& c = R().config;
-  std::vector<std::string> globs;
-  for (const Watch& w : c.slow_call) globs.push_back(w.pattern);
-  d.calls.clear();
-  std::fill(d.call_filter.begin(), d.call_filter.end(), 0);
-  for (const FunctionMatch& f : FindFunctions(globs)) {
-    d.calls[f.addr] = {c.slow_call[f.pattern].threshold_ns, f.size, f.name};
-    const uint32_t b = FilterBit(f.addr & format::kKeyLowMask);
-    d.call_filter[b >> 6] |= uint64_t{1} << (b & 63);
-  }
-  // Keys named by a front-end (JVM methods: "void com.example.Foo.parse(int)"):
-  // a glob matches the qualified name without return type and parameters
-  // ("com.example.*.parse*"), or the whole name.
+  if (c.slow_call.empty()) return;
   const std::vector<std::pair<uint64_t, std::string>> names = KeyNames();
-  d.key_names_seen = names.size();
-  for (const auto& [key, name] : names) {
+  for (size_t i = d.key_names_seen; i < names.size(); ++i) {
+    const auto& [key, name] = names[i];
     const size_t space = name.find(' '), open = name.find('(');
     const std::string qualified = space != std::string::npos && open != std::string::npos && open > space
                                       ? name.substr(space + 1, open - space - 1)
@@ -165,12 +158,29 @@ void ResolveFunctions(Detectors& d) {
       }
     }
   }
+  d.key_names_seen = names.size();
+}
+
+void ResolveFunctions(Detectors& d) {
+  const Config& c = R().config;
+  std::vector<std::string> globs;
+  for (const Watch& w : c.slow_call) globs.push_back(w.pattern);
+  d.calls.clear();
+  std::fill(d.call_filter.begin(), d.call_filter.end(), 0);
+  for (const FunctionMatch& f : FindFunctions(globs)) {
+    d.calls[f.addr] = {c.slow_call[f.pattern].threshold_ns, f.size, f.name};
+    const uint32_t b = FilterBit(f.addr & format::kKeyLowMask);
+    d.call_filter[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  d.key_names_seen = 0;
+  MatchKeyNames(d);
   d.idle.clear();
   for (const FunctionMatch& f : FindFunctions(c.stall_idle)) d.idle.insert(f.addr);
   static bool said = false;
   if (!said && !c.slow_call.empty() && d.calls.empty()) {
     said = true;
-    Say("LOOKBACK_SLOW_CALL: no function of the loaded modules matches; the detector waits for modules loaded later");
+    Say("LOOKBACK_SLOW_CALL: no function of the loaded modules matches yet; the detector waits for modules loaded "
+        "and methods named later");
   }
 }
 
@@ -433,11 +443,14 @@ uint64_t DetectorTick() {
   if ((!c.slow_call.empty() || !c.stall_idle.empty()) && now_ns - d.modules_checked_ns > 1000000000ull) {
     d.modules_checked_ns = now_ns;
     const uint64_t gen = ModulesGeneration();
-    if (gen != d.modules_gen || KeyNameCount() != d.key_names_seen) {
+    if (gen != d.modules_gen) {
       d.modules_gen = gen;
       ResolveFunctions(d);
     }
   }
+  // Names given by a front-end (a JVM names methods as it loads classes): a
+  // cheap count check every tick, so a method is watched from its first call.
+  if (!c.slow_call.empty() && KeyNameCount() != d.key_names_seen) MatchKeyNames(d);
   std::unordered_set<Ring*> alive;
   for (uint32_t i = 0; i < rt.registry_size; ++i) {
     Ring* r = rt.registry[i].load(std::memory_order_acquire);

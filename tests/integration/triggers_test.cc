@@ -203,7 +203,10 @@ TEST(Stall, SteadyFramesWriteNoDump) {
   EXPECT_EQ(d.trigger->detector, "exit");
   const format::ThreadInfo* ui = FindThread(d, "ui");
   ASSERT_NE(ui, nullptr);
-  EXPECT_GT(Named(Calls(d, *ui), "frame").size(), 100u);
+  // It ran traced frames the whole time (how many depends on how the 4 ms
+  // sleeps between them stretch on a loaded machine: ~300 unloaded, 100 seen
+  // with both cores busy).
+  EXPECT_GT(Named(Calls(d, *ui), "frame").size(), 20u);
 }
 
 TEST(Stall, ThreadsWithoutScopesAreIdleInStallIdleFunctions) {

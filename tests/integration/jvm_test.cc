@@ -214,6 +214,25 @@ TEST_P(JvmModes, SlowJavaCallIsCaughtByAJavaGlob) {
   EXPECT_GE(d.trigger->measured_ns, 50'000'000u);
 }
 
+// HotSpot handles SIGSEGV itself and chains to lookback's handler for a
+// fault it does not recognise: the crash dump names the Java thread and
+// shows the method that crashed.
+TEST_P(JvmModes, JvmCrashIsDumpedWithTheCrashingJavaMethod) {
+  REQUIRE_JVM();
+  const JvmRun run = RecordTriggers(std::string("jvm-crash-") + GetParam(), GetParam(), "crash", {});
+  EXPECT_NE(run.result.exit_code, 0);
+  ASSERT_FALSE(run.dump.empty()) << run.result.err;
+  const format::Dump d = MustOpen(run.dump);
+  ASSERT_TRUE(d.trigger.has_value());
+  EXPECT_EQ(d.trigger->detector, "crash");
+  const format::ThreadInfo* crasher = FindThread(d, "crasher");
+  ASSERT_NE(crasher, nullptr);
+  EXPECT_EQ(d.trigger->tid, crasher->tid);
+  const auto stack = OpenFrames(run.dump, "crasher");
+  ASSERT_FALSE(stack.empty());
+  EXPECT_EQ(stack.back(), "void Triggers.crashHere()");
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("listener"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 

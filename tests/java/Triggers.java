@@ -2,6 +2,8 @@
 //   java Triggers stall       thread "ui-thread" draws frames, then spins inside stuckInHere() until
 //                             main sets `done` after 1 s, calling nothing (no trace point while busy)
 //   java Triggers slow-call   main calls parseRequest(i) 200 times; call 100 sleeps 150 ms
+//   java Triggers crash       thread "crasher" writes to address 0 inside crashHere() (sun.misc.Unsafe):
+//                             the JVM dies of SIGSEGV
 public class Triggers {
   static volatile long sink;
   static volatile boolean done, spinning;
@@ -27,6 +29,12 @@ public class Triggers {
     return i * 2;
   }
 
+  static void crashHere() throws Exception {
+    java.lang.reflect.Field f = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+    f.setAccessible(true);
+    ((sun.misc.Unsafe) f.get(null)).putAddress(0, 42);
+  }
+
   public static void main(String[] args) throws Exception {
     if (args[0].equals("stall")) {
       Thread ui = new Thread(() -> sink = runFrames(), "ui-thread");
@@ -35,6 +43,12 @@ public class Triggers {
       Thread.sleep(1000);
       done = true;
       ui.join();
+    } else if (args[0].equals("crash")) {
+      Thread t = new Thread(() -> {
+        try { crashHere(); } catch (Exception e) { throw new RuntimeException(e); }
+      }, "crasher");
+      t.start();
+      t.join();
     } else {
       long s = 0;
       for (int i = 0; i < 200; i++) s += parseRequest(i);

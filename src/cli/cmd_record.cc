@@ -184,6 +184,9 @@ int Run(const RecordOptions& o) {
     // prints one deprecation warning for it.
     if (o.jvm_mode == "inline" && !Mentions(command, "CriticalJNINatives")) jvm_flags.push_back("-XX:+CriticalJNINatives");
     command.insert(command.begin() + 1, jvm_flags.begin(), jvm_flags.end());
+    // HotSpot takes SIGUSR2 for itself (thread suspend/resume) after lookback
+    // has started: a JVM's default dump signal is SIGPWR, which it leaves alone.
+    if (o.dump_signal.empty()) setenv("LOOKBACK_DUMP_SIGNAL", "PWR", 1);
   }
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));

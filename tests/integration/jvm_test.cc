@@ -3,6 +3,7 @@
 // every thread equals what the program logged itself, in both modes, with
 // Java thread names; inline and listener modes agree.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -231,6 +232,46 @@ TEST_P(JvmModes, JvmCrashIsDumpedWithTheCrashingJavaMethod) {
   const auto stack = OpenFrames(run.dump, "crasher");
   ASSERT_FALSE(stack.empty());
   EXPECT_EQ(stack.back(), "void Triggers.crashHere()");
+}
+
+// `lookback dump PID` (the control socket) and the dump signal, which for a
+// JVM is SIGPWR (HotSpot takes SIGUSR2 for itself), both dump a running JVM,
+// which runs on and exits normally.
+TEST(JvmDump, DumpCommandAndDumpSignalWorkOnARunningJvm) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-dump");
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t rec = fork();
+  if (rec == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    execl(Cli().c_str(), "lookback", "record", "-q", "--dir", (dir + "/dumps").c_str(), "--jvm-mode", "listener",
+          "--jvm-include", "Triggers.*", "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Triggers", "wait",
+          dir.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  FILE* f = fdopen(out[0], "r");
+  int pid = 0;
+  ASSERT_EQ(fscanf(f, "ready %d", &pid), 1);
+  RunResult r = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "asked by the test"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  RunResult s = RunProgram({Cli(), "dump", std::to_string(pid), "--signal", "PWR"});
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  for (int i = 0; i < 1000 && Dumps(dir + "/dumps").size() < 2; ++i) usleep(10000);
+  std::ofstream(dir + "/stop") << "stop";
+  int status = 0;
+  waitpid(rec, &status, 0);
+  fclose(f);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the JVM ran on and exited normally";
+  std::set<std::string> reasons;
+  for (const auto& p : Dumps(dir + "/dumps")) {
+    const format::Dump d = MustOpen(p);
+    reasons.insert(d.process.reason);
+    EXPECT_NE(FindThread(d, "main"), nullptr);
+  }
+  EXPECT_EQ(reasons, (std::set<std::string>{"asked by the test", "signal Power failure", "exit"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("listener"),

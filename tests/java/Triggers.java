@@ -4,6 +4,7 @@
 //   java Triggers slow-call   main calls parseRequest(i) 200 times; call 100 sleeps 150 ms
 //   java Triggers crash       thread "crasher" writes to address 0 inside crashHere() (sun.misc.Unsafe):
 //                             the JVM dies of SIGSEGV
+//   java Triggers wait DIR    prints "ready <pid>", calls tick() every 10 ms until DIR/stop exists (60 s at most)
 public class Triggers {
   static volatile long sink;
   static volatile boolean done, spinning;
@@ -35,7 +36,21 @@ public class Triggers {
     ((sun.misc.Unsafe) f.get(null)).putAddress(0, 42);
   }
 
+  static int tick(int i) { return i + 1; }
+
   public static void main(String[] args) throws Exception {
+    if (args[0].equals("wait")) {
+      System.out.println("ready " + ProcessHandle.current().pid());
+      System.out.flush();
+      java.io.File stop = new java.io.File(args[1], "stop");
+      int s = 0;
+      for (int i = 0; i < 6000 && !stop.exists(); i++) {
+        s += tick(i);
+        Thread.sleep(10);
+      }
+      sink = s;
+      return;
+    }
     if (args[0].equals("stall")) {
       Thread ui = new Thread(() -> sink = runFrames(), "ui-thread");
       ui.start();

@@ -88,6 +88,16 @@ bool HasIntrinsicCandidate(const ClassFile& cf, const Member& m) {
   return false;
 }
 
+// A method whose code is a single `return`.
+bool IsEmptyMethod(const ClassFile& cf, const Member& m) {
+  for (const auto& a : m.attributes) {
+    if (cf.AttributeName(a) != "Code") continue;
+    auto c = CodeAttribute::Parse(a.info);
+    return c.ok() && c.value().code.size() == 1 && c.value().code[0] == kOpReturn;
+  }
+  return false;
+}
+
 struct MethodOutcome {
   std::optional<SkipReason> skip;
   std::string detail;
@@ -508,6 +518,13 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
     }
     if (HasIntrinsicCandidate(cf, m)) {
       skip(SkipReason::kIntrinsicCandidate);
+      continue;
+    }
+    if (*name == "finalize" && *desc == "()V" && !(m.access_flags & kAccStatic) && IsEmptyMethod(cf, m)) {
+      // HotSpot registers instances for finalization only when finalize() is
+      // not a lone `return` (ClassFileParser's _has_empty_finalizer). A probe
+      // in Object.finalize() would make every object in the VM finalizable.
+      skip(SkipReason::kExcluded, "empty finalize(): probes would make every instance finalizable");
       continue;
     }
     Attribute* code = nullptr;

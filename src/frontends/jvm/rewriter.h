@@ -47,7 +47,8 @@ enum class SkipReason {
   kAbstract,
   kIntrinsicCandidate,  // @jdk.internal.vm.annotation.IntrinsicCandidate: the JIT replaces the body
   kTooLarge,            // the rewritten code would exceed 65535 bytes, or max_stack would overflow
-  kExcluded,            // assign_id returned nullopt, or a method of the probe owner class
+  kExcluded,            // assign_id returned nullopt, a method of the probe owner class, or an empty
+                        // finalize()V (a probe there would make instances finalizable; see detail)
   kBridgeOrSynthetic,   // ACC_BRIDGE only: it just forwards to the real method, which is traced.
                         // Other synthetic methods (lambda bodies, $values) are traced.
   kMalformed,           // the method's code could not be rewritten safely (see SkippedMethod::detail)

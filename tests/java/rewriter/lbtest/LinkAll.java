@@ -34,8 +34,7 @@ public final class LinkAll {
     }
     String probes = "";
     if (loader == null) {
-      Class<?> p = Class.forName("java.lang.LookbackProbe");
-      probes = " probe-enters " + p.getMethod("enters").invoke(null) + " probe-exits " + p.getMethod("exits").invoke(null);
+      probes = " " + Class.forName("java.lang.LookbackProbe").getMethod("counts").invoke(null);
     }
     System.out.println("linked " + linked + " verify-errors " + verifyErrors + " other-errors " + otherErrors + probes);
   }

@@ -333,6 +333,49 @@ TEST(JvmPrograms, RewrittenProgramsBehaveTheSameAndProbesNestExactly) {
   std::printf("ground truth: %zu events, equal to the probe log's\n", gt.size());
 }
 
+// Negative control for the verification harness: a rewritten class whose
+// handler frame is dropped must be reported by LinkAll, so "0 verify errors"
+// below means something.
+TEST(JvmPrograms, LinkAllReportsARewrittenClassWithoutItsHandlerFrame) {
+  if (!HaveJava()) GTEST_SKIP() << "no javac/java";
+  fs::path tmp = TmpDir("negative");
+  auto bytes = ReadBytes(fs::path(LOOKBACK_JVM_CLASSES) / "lbtest/Recursion.class");
+  auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+  ASSERT_TRUE(r.changed) << r.error;
+  auto cf = ClassFile::Parse(r.bytes);
+  ASSERT_TRUE(cf.ok());
+  bool broke = false;
+  for (auto& m : cf.value().methods) {
+    if (cf.value().cp.Utf8(m.name_index) != "fib") continue;
+    for (auto& a : m.attributes) {
+      if (cf.value().AttributeName(a) != "Code") continue;
+      auto code = CodeAttribute::Parse(a.info);
+      ASSERT_TRUE(code.ok());
+      for (auto& ca : code.value().attributes) {
+        if (cf.value().AttributeName(ca) != "StackMapTable") continue;
+        // Keep the original frames, drop the last (the catch-all handler's).
+        auto initial = InitialLocals("lbtest/Recursion", "fib", *ParseMethodDescriptor("(I)I"), true);
+        auto frames = DecodeStackMapTable(ca.info, cf.value().cp, initial);
+        ASSERT_TRUE(frames.ok());
+        ASSERT_EQ(frames.value().back().stack.size(), 1u);
+        EXPECT_EQ(frames.value().back().stack[0].name, "java/lang/Throwable");
+        frames.value().pop_back();
+        ca.info.clear();
+        ASSERT_FALSE(EncodeStackMapTable(frames.value(), initial, cf.value().cp, ca.info));
+        broke = true;
+      }
+      a.info.clear();
+      ASSERT_FALSE(code.value().Write(a.info));
+    }
+  }
+  ASSERT_TRUE(broke);
+  WriteBytes(tmp / "classes/lbtest/Recursion.class", cf.value().Write());
+  { std::ofstream(tmp / "list.txt") << "lbtest.Recursion\n"; }
+  auto [rc, out] = Shell(std::string(LOOKBACK_JAVA) + " -Xverify:all -cp " + LOOKBACK_JVM_CLASSES + " lbtest.LinkAll " +
+                         (tmp / "list.txt").string() + " " + (tmp / "classes").string());
+  EXPECT_NE(out.find("VERIFY lbtest.Recursion"), std::string::npos) << out;
+}
+
 TEST(JvmPrograms, ThirdPartyJarsPassVerificationWhenRewritten) {
   if (!HaveJava()) GTEST_SKIP() << "no javac/java";
   struct Jar {

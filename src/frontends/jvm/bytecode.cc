@@ -1,0 +1,699 @@
+#include "frontends/jvm/bytecode.h"
+
+#include <algorithm>
+
+namespace lookback::jvm {
+
+namespace {
+
+// Fixed instruction lengths, 0 for variable-length (switches, wide) and invalid opcodes.
+int FixedLength(uint8_t op) {
+  if (op <= 0x0f) return 1;
+  if (op == 0x10 || op == 0x12) return 2;
+  if (op == 0x11 || op == 0x13 || op == 0x14) return 3;
+  if (op <= 0x19) return 2;
+  if (op <= 0x35) return 1;
+  if (op <= 0x3a) return 2;
+  if (op <= 0x83) return 1;
+  if (op == 0x84) return 3;
+  if (op <= 0x98) return 1;
+  if (op <= 0xa8) return 3;
+  if (op == 0xa9) return 2;
+  if (op == 0xaa || op == 0xab) return 0;
+  if (op <= 0xb1) return 1;
+  if (op <= 0xb8) return 3;
+  if (op == 0xb9 || op == 0xba) return 5;
+  if (op == 0xbb) return 3;
+  if (op == 0xbc) return 2;
+  if (op == 0xbd) return 3;
+  if (op == 0xbe || op == 0xbf) return 1;
+  if (op == 0xc0 || op == 0xc1) return 3;
+  if (op == 0xc2 || op == 0xc3) return 1;
+  if (op == 0xc4) return 0;
+  if (op == 0xc5) return 4;
+  if (op <= 0xc7) return 3;
+  if (op <= 0xc9) return 5;
+  return 0;
+}
+
+}  // namespace
+
+int32_t ReadS4(std::span<const uint8_t> c, size_t at) {
+  return static_cast<int32_t>(uint32_t{c[at]} << 24 | uint32_t{c[at + 1]} << 16 | uint32_t{c[at + 2]} << 8 |
+                              uint32_t{c[at + 3]});
+}
+int16_t ReadS2(std::span<const uint8_t> c, size_t at) { return static_cast<int16_t>(c[at] << 8 | c[at + 1]); }
+uint16_t ReadU2(std::span<const uint8_t> c, size_t at) { return static_cast<uint16_t>(c[at] << 8 | c[at + 1]); }
+
+Result<std::vector<Insn>> DecodeInstructions(std::span<const uint8_t> code) {
+  std::vector<Insn> out;
+  size_t pc = 0;
+  const size_t n = code.size();
+  while (pc < n) {
+    Insn in;
+    in.offset = static_cast<uint32_t>(pc);
+    in.op = code[pc];
+    size_t len = static_cast<size_t>(FixedLength(in.op));
+    if (in.op == kOpTableswitch || in.op == kOpLookupswitch) {
+      size_t base = (pc + 4) & ~size_t{3};  // operands start 4-byte aligned
+      if (base + 12 > n) return Error{"switch truncated", pc};
+      if (in.op == kOpTableswitch) {
+        int64_t lo = ReadS4(code, base + 4), hi = ReadS4(code, base + 8);
+        if (hi < lo) return Error{"tableswitch high < low", pc};
+        int64_t count = hi - lo + 1;
+        if (count > static_cast<int64_t>(n)) return Error{"tableswitch too large", pc};
+        len = base + 12 + static_cast<size_t>(count) * 4 - pc;
+      } else {
+        int64_t pairs = ReadS4(code, base + 4);
+        if (pairs < 0 || pairs > static_cast<int64_t>(n)) return Error{"lookupswitch pair count out of range", pc};
+        len = base + 8 + static_cast<size_t>(pairs) * 8 - pc;
+      }
+    } else if (in.op == kOpWide) {
+      if (pc + 1 >= n) return Error{"wide truncated", pc};
+      in.wide_op = code[pc + 1];
+      uint8_t w = in.wide_op;
+      if ((w >= 0x15 && w <= 0x19) || (w >= 0x36 && w <= 0x3a) || w == kOpRet) {
+        len = 4;
+      } else if (w == 0x84) {
+        len = 6;
+      } else {
+        return Error{"invalid opcode after wide", pc};
+      }
+    } else if (len == 0) {
+      return Error{"invalid opcode " + std::to_string(in.op), pc};
+    }
+    if (len > n - pc) return Error{"instruction runs past the end of the code", pc};
+    in.length = static_cast<uint32_t>(len);
+    out.push_back(in);
+    pc += len;
+  }
+  return out;
+}
+
+uint8_t InvertBranch(uint8_t op) {
+  if (op == kOpIfnull) return kOpIfnonnull;
+  if (op == kOpIfnonnull) return kOpIfnull;
+  // ifeq/ifne, iflt/ifge, ifgt/ifle, if_icmpeq/ne, ... come in pairs that
+  // differ in the low bit, starting at ifeq (0x99, odd).
+  return static_cast<uint8_t>(((op - kOpIfeq) ^ 1) + kOpIfeq);
+}
+
+std::vector<int64_t> BranchTargets(std::span<const uint8_t> code, const Insn& in) {
+  std::vector<int64_t> t;
+  const int64_t pc = in.offset;
+  if (IsShortBranch(in.op)) {
+    t.push_back(pc + ReadS2(code, in.offset + 1));
+  } else if (in.op == kOpGotoW || in.op == kOpJsrW) {
+    t.push_back(pc + ReadS4(code, in.offset + 1));
+  } else if (in.op == kOpTableswitch || in.op == kOpLookupswitch) {
+    size_t base = (in.offset + 4) & ~size_t{3};
+    t.push_back(pc + ReadS4(code, base));
+    if (in.op == kOpTableswitch) {
+      int64_t count = int64_t{ReadS4(code, base + 8)} - ReadS4(code, base + 4) + 1;
+      for (int64_t i = 0; i < count; ++i) t.push_back(pc + ReadS4(code, base + 12 + static_cast<size_t>(i) * 4));
+    } else {
+      int64_t pairs = ReadS4(code, base + 4);
+      for (int64_t i = 0; i < pairs; ++i) t.push_back(pc + ReadS4(code, base + 12 + static_cast<size_t>(i) * 8));
+    }
+  }
+  return t;
+}
+
+// ---- descriptors --------------------------------------------------------------
+
+namespace {
+
+// Length of the field descriptor at the start of d, 0 if malformed.
+size_t FieldDescriptorLength(std::string_view d) {
+  size_t i = 0;
+  while (i < d.size() && d[i] == '[') ++i;
+  if (i > 255 || i >= d.size()) return 0;
+  switch (d[i]) {
+    case 'B': case 'C': case 'D': case 'F': case 'I': case 'J': case 'S': case 'Z':
+      return i + 1;
+    case 'L': {
+      size_t semi = d.find(';', i);
+      if (semi == std::string_view::npos || semi == i + 1) return 0;
+      return semi + 1;
+    }
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+std::optional<MethodDescriptor> ParseMethodDescriptor(std::string_view d) {
+  if (d.empty() || d[0] != '(') return std::nullopt;
+  MethodDescriptor m;
+  size_t i = 1;
+  while (i < d.size() && d[i] != ')') {
+    size_t len = FieldDescriptorLength(d.substr(i));
+    if (len == 0) return std::nullopt;
+    m.params.emplace_back(d.substr(i, len));
+    i += len;
+  }
+  if (i >= d.size()) return std::nullopt;
+  std::string_view ret = d.substr(i + 1);
+  if (ret != "V" && FieldDescriptorLength(ret) != ret.size()) return std::nullopt;
+  m.ret = std::string(ret);
+  return m;
+}
+
+int SlotSize(std::string_view fd) {
+  if (fd.empty() || fd == "V") return 0;
+  return (fd[0] == 'J' || fd[0] == 'D') ? 2 : 1;
+}
+
+std::optional<VType> VType::FromDescriptor(std::string_view fd) {
+  if (fd.empty()) return std::nullopt;
+  switch (fd[0]) {
+    case 'B': case 'C': case 'I': case 'S': case 'Z':
+      return Of(kInteger);
+    case 'F':
+      return Of(kFloat);
+    case 'J':
+      return Of(kLong);
+    case 'D':
+      return Of(kDouble);
+    case 'L':
+      if (fd.size() < 3 || fd.back() != ';') return std::nullopt;
+      return Object(std::string(fd.substr(1, fd.size() - 2)));
+    case '[':
+      return Object(std::string(fd));
+    default:
+      return std::nullopt;
+  }
+}
+
+std::vector<VType> InitialLocals(std::string_view class_name, std::string_view method_name,
+                                 const MethodDescriptor& d, bool is_static) {
+  std::vector<VType> l;
+  if (!is_static) {
+    if (method_name == "<init>" && class_name != "java/lang/Object") {
+      l.push_back(VType::Of(VType::kUninitThis));
+    } else {
+      l.push_back(VType::Object(std::string(class_name)));
+    }
+  }
+  for (const auto& p : d.params) l.push_back(*VType::FromDescriptor(p));
+  return l;
+}
+
+// ---- StackMapTable --------------------------------------------------------------
+
+namespace {
+
+bool ReadVType(ByteReader& r, const ConstantPool& cp, VType& v) {
+  uint8_t tag = r.U1();
+  if (!r.ok() || tag > VType::kUninit) return false;
+  v = VType::Of(static_cast<VType::Tag>(tag));
+  if (tag == VType::kObject) {
+    auto name = cp.ClassName(r.U2());
+    if (!name) return false;
+    v.name = std::string(*name);
+  } else if (tag == VType::kUninit) {
+    v.offset = r.U2();
+  }
+  return r.ok();
+}
+
+bool ReadVTypes(ByteReader& r, const ConstantPool& cp, size_t n, std::vector<VType>& out) {
+  for (size_t i = 0; i < n; ++i) {
+    VType v;
+    if (!ReadVType(r, cp, v)) return false;
+    out.push_back(std::move(v));
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<Frame>> DecodeStackMapTable(std::span<const uint8_t> info, const ConstantPool& cp,
+                                               const std::vector<VType>& initial_locals) {
+  ByteReader r(info);
+  uint16_t n = r.U2();
+  std::vector<Frame> frames;
+  std::vector<VType> locals = initial_locals;
+  int64_t prev = -1;
+  for (uint16_t i = 0; i < n; ++i) {
+    size_t at = r.pos();
+    uint8_t type = r.U1();
+    if (!r.ok()) return Error{"StackMapTable truncated", at};
+    Frame f;
+    uint32_t delta = 0;
+    if (type <= 63) {
+      delta = type;
+    } else if (type <= 127) {
+      delta = type - 64u;
+      if (!ReadVTypes(r, cp, 1, f.stack)) return Error{"bad verification type", at};
+    } else if (type < 247) {
+      return Error{"reserved stack map frame type", at};
+    } else if (type == 247) {
+      delta = r.U2();
+      if (!ReadVTypes(r, cp, 1, f.stack)) return Error{"bad verification type", at};
+    } else if (type <= 250) {  // chop
+      delta = r.U2();
+      size_t k = 251u - type;
+      if (k > locals.size()) return Error{"chop_frame removes more locals than there are", at};
+      locals.resize(locals.size() - k);
+    } else if (type == 251) {
+      delta = r.U2();
+    } else if (type <= 254) {  // append
+      delta = r.U2();
+      if (!ReadVTypes(r, cp, type - 251u, locals)) return Error{"bad verification type", at};
+    } else {  // full_frame
+      delta = r.U2();
+      locals.clear();
+      uint16_t nl = r.U2();
+      if (!ReadVTypes(r, cp, nl, locals)) return Error{"bad verification type", at};
+      uint16_t ns = r.U2();
+      if (!ReadVTypes(r, cp, ns, f.stack)) return Error{"bad verification type", at};
+    }
+    if (!r.ok()) return Error{"StackMapTable truncated", at};
+    int64_t off = prev + 1 + delta;
+    if (prev < 0) off = delta;
+    if (off > 65535) return Error{"stack map frame offset out of range", at};
+    f.offset = static_cast<uint32_t>(off);
+    f.locals = locals;
+    prev = off;
+    frames.push_back(std::move(f));
+  }
+  if (r.remaining() != 0) return Error{"bytes after the last stack map frame", r.pos()};
+  return frames;
+}
+
+namespace {
+
+bool WriteVType(const VType& v, ConstantPool& cp, std::vector<uint8_t>& out) {
+  PutU1(out, v.tag);
+  if (v.tag == VType::kObject) {
+    uint16_t c = cp.AddClass(v.name);
+    if (!c) return false;
+    PutU2(out, c);
+  } else if (v.tag == VType::kUninit) {
+    if (v.offset > 65535) return false;
+    PutU2(out, static_cast<uint16_t>(v.offset));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<Error> EncodeStackMapTable(const std::vector<Frame>& frames, const std::vector<VType>& initial_locals,
+                                         ConstantPool& cp, std::vector<uint8_t>& out) {
+  if (frames.size() > 65535) return Error{"too many stack map frames", 0};
+  PutU2(out, static_cast<uint16_t>(frames.size()));
+  const std::vector<VType>* prev_locals = &initial_locals;
+  int64_t prev = -1;
+  for (const Frame& f : frames) {
+    int64_t d = prev < 0 ? f.offset : int64_t{f.offset} - prev - 1;
+    if (d < 0 || d > 65535) return Error{"stack map frames out of order", f.offset};
+    uint16_t delta = static_cast<uint16_t>(d);
+    const auto& pl = *prev_locals;
+    const auto& l = f.locals;
+    bool same_locals = l == pl;
+    bool ok = true;
+    if (same_locals && f.stack.empty()) {
+      if (delta <= 63) {
+        PutU1(out, static_cast<uint8_t>(delta));
+      } else {
+        PutU1(out, 251);
+        PutU2(out, delta);
+      }
+    } else if (same_locals && f.stack.size() == 1) {
+      if (delta <= 63) {
+        PutU1(out, static_cast<uint8_t>(64 + delta));
+      } else {
+        PutU1(out, 247);
+        PutU2(out, delta);
+      }
+      ok = WriteVType(f.stack[0], cp, out);
+    } else if (f.stack.empty() && l.size() < pl.size() && pl.size() - l.size() <= 3 &&
+               std::equal(l.begin(), l.end(), pl.begin())) {
+      PutU1(out, static_cast<uint8_t>(251 - (pl.size() - l.size())));
+      PutU2(out, delta);
+    } else if (f.stack.empty() && l.size() > pl.size() && l.size() - pl.size() <= 3 &&
+               std::equal(pl.begin(), pl.end(), l.begin())) {
+      PutU1(out, static_cast<uint8_t>(251 + (l.size() - pl.size())));
+      PutU2(out, delta);
+      for (size_t i = pl.size(); i < l.size() && ok; ++i) ok = WriteVType(l[i], cp, out);
+    } else {
+      if (l.size() > 65535 || f.stack.size() > 65535) return Error{"stack map frame too large", f.offset};
+      PutU1(out, 255);
+      PutU2(out, delta);
+      PutU2(out, static_cast<uint16_t>(l.size()));
+      for (size_t i = 0; i < l.size() && ok; ++i) ok = WriteVType(l[i], cp, out);
+      PutU2(out, static_cast<uint16_t>(f.stack.size()));
+      for (size_t i = 0; i < f.stack.size() && ok; ++i) ok = WriteVType(f.stack[i], cp, out);
+    }
+    if (!ok) return Error{"constant pool full or offset out of range in a stack map frame", f.offset};
+    prev = f.offset;
+    prev_locals = &f.locals;
+  }
+  return std::nullopt;
+}
+
+// ---- straight-line simulation ---------------------------------------------------
+
+SlotState ToSlots(const Frame& f, size_t max_locals) {
+  SlotState s;
+  for (const auto& v : f.locals) {
+    s.locals.push_back(v);
+    if (v.wide()) s.locals.push_back(VType::Of(VType::kTop));
+  }
+  if (s.locals.size() < max_locals) s.locals.resize(max_locals);
+  for (const auto& v : f.stack) {
+    s.stack.push_back(v);
+    if (v.wide()) s.stack.push_back(VType::Of(VType::kTop));
+  }
+  return s;
+}
+
+Frame ToFrame(const SlotState& s, uint32_t offset) {
+  Frame f;
+  f.offset = offset;
+  for (size_t i = 0; i < s.locals.size(); ++i) {
+    f.locals.push_back(s.locals[i]);
+    if (s.locals[i].wide()) ++i;
+  }
+  while (!f.locals.empty() && f.locals.back().tag == VType::kTop) f.locals.pop_back();
+  for (size_t i = 0; i < s.stack.size(); ++i) {
+    f.stack.push_back(s.stack[i]);
+    if (s.stack[i].wide()) ++i;
+  }
+  return f;
+}
+
+namespace {
+
+class Sim {
+ public:
+  Sim(SlotState& s) : s_(s) {}
+  bool ok = true;
+  void Push(const VType& v) {
+    s_.stack.push_back(v);
+    if (v.wide()) s_.stack.push_back(VType::Of(VType::kTop));
+  }
+  void Push(VType::Tag t) { Push(VType::Of(t)); }
+  void Pop(size_t slots) {
+    if (s_.stack.size() < slots) {
+      ok = false;
+      return;
+    }
+    s_.stack.resize(s_.stack.size() - slots);
+  }
+  VType Top(size_t depth = 0) {
+    if (s_.stack.size() <= depth) return ok = false, VType{};
+    return s_.stack[s_.stack.size() - 1 - depth];
+  }
+  VType Local(size_t i) {
+    if (i >= s_.locals.size()) return ok = false, VType{};
+    return s_.locals[i];
+  }
+  void Store(size_t i, const VType& v) {
+    size_t w = v.wide() ? 2 : 1;
+    if (i + w > s_.locals.size()) {
+      ok = false;
+      return;
+    }
+    if (i > 0 && s_.locals[i - 1].wide()) s_.locals[i - 1] = VType::Of(VType::kTop);
+    s_.locals[i] = v;
+    if (w == 2) s_.locals[i + 1] = VType::Of(VType::kTop);
+  }
+  void PopStore(size_t i, VType::Tag t) {
+    VType v = t == VType::kObject || t == VType::kTop ? Top() : VType::Of(t);
+    Pop(VType::Of(t).wide() ? 2 : 1);
+    Store(i, v);
+  }
+  // Stack shuffles (dup_x1 ...) on raw slots, as the JVMS defines them.
+  void Shuffle(size_t take, size_t insert_depth) {
+    if (s_.stack.size() < take + insert_depth) {
+      ok = false;
+      return;
+    }
+    std::vector<VType> top(s_.stack.end() - static_cast<ptrdiff_t>(take), s_.stack.end());
+    s_.stack.insert(s_.stack.end() - static_cast<ptrdiff_t>(take + insert_depth), top.begin(), top.end());
+  }
+  void Replace(const VType& from, const VType& to) {
+    for (auto& v : s_.locals)
+      if (v == from) v = to;
+    for (auto& v : s_.stack)
+      if (v == from) v = to;
+  }
+  SlotState& s_;
+};
+
+std::optional<VType> LdcType(const ConstantPool& cp, uint16_t index) {
+  const CpEntry* e = cp.Get(index);
+  if (!e) return std::nullopt;
+  switch (e->tag) {
+    case kCpInteger: return VType::Of(VType::kInteger);
+    case kCpFloat: return VType::Of(VType::kFloat);
+    case kCpLong: return VType::Of(VType::kLong);
+    case kCpDouble: return VType::Of(VType::kDouble);
+    case kCpString: return VType::Object("java/lang/String");
+    case kCpClass: return VType::Object("java/lang/Class");
+    case kCpMethodType: return VType::Object("java/lang/invoke/MethodType");
+    case kCpMethodHandle: return VType::Object("java/lang/invoke/MethodHandle");
+    case kCpDynamic: {
+      auto nt = cp.RefNameAndType(index);
+      if (!nt) return std::nullopt;
+      return VType::FromDescriptor(nt->second);
+    }
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+bool ApplyInstruction(std::span<const uint8_t> code, const Insn& in, const ConstantPool& cp,
+                      std::string_view this_class, SlotState& state) {
+  Sim s(state);
+  const uint8_t op = in.op;
+  const size_t pc = in.offset;
+  using T = VType;
+  auto u1 = [&](size_t k) { return code[pc + k]; };
+  auto u2 = [&](size_t k) { return ReadU2(code, pc + k); };
+  static constexpr T::Tag kKinds[4] = {T::kInteger, T::kLong, T::kFloat, T::kDouble};
+  if (op == 0x00) {
+  } else if (op == 0x01) {
+    s.Push(T::kNull);
+  } else if (op <= 0x08 || op == 0x10 || op == 0x11) {
+    s.Push(T::kInteger);
+  } else if (op <= 0x0a) {
+    s.Push(T::kLong);
+  } else if (op <= 0x0d) {
+    s.Push(T::kFloat);
+  } else if (op <= 0x0f) {
+    s.Push(T::kDouble);
+  } else if (op >= 0x12 && op <= 0x14) {
+    auto t = LdcType(cp, op == 0x12 ? u1(1) : u2(1));
+    if (!t) return false;
+    s.Push(*t);
+  } else if (op >= 0x15 && op <= 0x19) {  // xload index
+    s.Push(op == 0x19 ? s.Local(u1(1)) : T::Of(op == 0x15 ? T::kInteger : op == 0x16 ? T::kLong : op == 0x17 ? T::kFloat : T::kDouble));
+  } else if (op >= 0x1a && op <= 0x2d) {  // xload_n
+    int kind = (op - 0x1a) / 4, n = (op - 0x1a) % 4;
+    if (kind == 4) s.Push(s.Local(static_cast<size_t>(n)));
+    else s.Push(T::Of(kind == 0 ? T::kInteger : kind == 1 ? T::kLong : kind == 2 ? T::kFloat : T::kDouble));
+  } else if (op >= 0x2e && op <= 0x35) {  // xaload
+    if (op == 0x32) {
+      T arr = s.Top(1);
+      s.Pop(2);
+      if (arr.tag == T::kNull) {
+        s.Push(T::kNull);
+      } else if (arr.tag == T::kObject && arr.name.size() > 1 && arr.name[0] == '[') {
+        auto t = T::FromDescriptor(std::string_view(arr.name).substr(1));
+        if (!t) return false;
+        s.Push(*t);
+      } else {
+        return false;
+      }
+    } else {
+      s.Pop(2);
+      s.Push(op == 0x2f ? T::kLong : op == 0x30 ? T::kFloat : op == 0x31 ? T::kDouble : T::kInteger);
+    }
+  } else if (op >= 0x36 && op <= 0x3a) {  // xstore index
+    s.PopStore(u1(1), op == 0x3a ? T::kObject : kKinds[op == 0x36 ? 0 : op == 0x37 ? 1 : op == 0x38 ? 2 : 3]);
+  } else if (op >= 0x3b && op <= 0x4e) {  // xstore_n
+    int kind = (op - 0x3b) / 4, n = (op - 0x3b) % 4;
+    s.PopStore(static_cast<size_t>(n), kind == 4 ? T::kObject : kKinds[kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? 2 : 3]);
+  } else if (op >= 0x4f && op <= 0x56) {  // xastore
+    s.Pop(op == 0x50 || op == 0x52 ? 4 : 3);
+  } else if (op == 0x57) {
+    s.Pop(1);
+  } else if (op == 0x58) {
+    s.Pop(2);
+  } else if (op == 0x59) {
+    s.Shuffle(1, 0);
+  } else if (op == 0x5a) {
+    s.Shuffle(1, 1);
+  } else if (op == 0x5b) {
+    s.Shuffle(1, 2);
+  } else if (op == 0x5c) {
+    s.Shuffle(2, 0);
+  } else if (op == 0x5d) {
+    s.Shuffle(2, 1);
+  } else if (op == 0x5e) {
+    s.Shuffle(2, 2);
+  } else if (op == 0x5f) {
+    T a = s.Top(0), b = s.Top(1);
+    s.Pop(2);
+    s.Push(a);
+    s.Push(b);
+  } else if (op >= 0x60 && op <= 0x73) {  // add sub mul div rem
+    T t = T::Of(kKinds[(op - 0x60) % 4]);
+    s.Pop(t.wide() ? 4 : 2);
+    s.Push(t);
+  } else if (op >= 0x74 && op <= 0x77) {  // neg
+    T t = T::Of(kKinds[op - 0x74]);
+    s.Pop(t.wide() ? 2 : 1);
+    s.Push(t);
+  } else if (op >= 0x78 && op <= 0x7d) {  // shifts: value, int count
+    bool l = (op - 0x78) % 2 == 1;
+    s.Pop(l ? 3 : 2);
+    s.Push(l ? T::kLong : T::kInteger);
+  } else if (op >= 0x7e && op <= 0x83) {  // and or xor
+    bool l = (op - 0x7e) % 2 == 1;
+    s.Pop(l ? 4 : 2);
+    s.Push(l ? T::kLong : T::kInteger);
+  } else if (op == 0x84) {
+  } else if (op >= 0x85 && op <= 0x93) {  // conversions
+    static constexpr T::Tag kFrom[15] = {T::kInteger, T::kInteger, T::kInteger, T::kLong,   T::kLong,
+                                         T::kLong,    T::kFloat,   T::kFloat,   T::kFloat,  T::kDouble,
+                                         T::kDouble,  T::kDouble,  T::kInteger, T::kInteger, T::kInteger};
+    static constexpr T::Tag kTo[15] = {T::kLong,    T::kFloat, T::kDouble,  T::kInteger, T::kFloat,
+                                       T::kDouble,  T::kInteger, T::kLong,  T::kDouble,  T::kInteger,
+                                       T::kLong,    T::kFloat, T::kInteger, T::kInteger, T::kInteger};
+    s.Pop(T::Of(kFrom[op - 0x85]).wide() ? 2 : 1);
+    s.Push(kTo[op - 0x85]);
+  } else if (op >= 0x94 && op <= 0x98) {  // lcmp fcmpl fcmpg dcmpl dcmpg
+    s.Pop(op == 0x95 || op == 0x96 ? 2 : 4);
+    s.Push(T::kInteger);
+  } else if (op >= 0x99 && op <= 0x9e) {
+    s.Pop(1);
+  } else if (op >= 0x9f && op <= 0xa6) {
+    s.Pop(2);
+  } else if (op == kOpGoto || op == kOpGotoW) {
+  } else if (op == kOpTableswitch || op == kOpLookupswitch) {
+    s.Pop(1);
+  } else if (IsReturn(op)) {
+    s.Pop(op == 0xad || op == 0xaf ? 2 : op == kOpReturn ? 0 : 1);
+  } else if (op >= 0xb2 && op <= 0xb5) {  // field access
+    auto nt = cp.RefNameAndType(u2(1));
+    if (!nt) return false;
+    auto t = T::FromDescriptor(nt->second);
+    if (!t) return false;
+    size_t w = t->wide() ? 2 : 1;
+    if (op == 0xb2) {
+      s.Push(*t);
+    } else if (op == 0xb3) {
+      s.Pop(w);
+    } else if (op == 0xb4) {
+      s.Pop(1);
+      s.Push(*t);
+    } else {
+      s.Pop(w + 1);
+    }
+  } else if (op >= 0xb6 && op <= 0xba) {  // invokes
+    auto nt = cp.RefNameAndType(u2(1));
+    if (!nt) return false;
+    auto d = ParseMethodDescriptor(nt->second);
+    if (!d) return false;
+    size_t args = 0;
+    for (const auto& p : d->params) args += static_cast<size_t>(SlotSize(p));
+    if (op != kOpInvokestatic && op != 0xba) {
+      T receiver = s.Top(args);
+      s.Pop(args + 1);
+      if (op == kOpInvokespecial && nt->first == "<init>") {
+        if (receiver.tag == T::kUninitThis) {
+          s.Replace(receiver, T::Object(std::string(this_class)));
+        } else if (receiver.tag == T::kUninit) {
+          if (receiver.offset + 3 > code.size() || code[receiver.offset] != kOpNew) return false;
+          auto name = cp.ClassName(ReadU2(code, receiver.offset + 1));
+          if (!name) return false;
+          s.Replace(receiver, T::Object(std::string(*name)));
+        } else {
+          return false;
+        }
+      }
+    } else {
+      s.Pop(args);
+    }
+    if (d->ret != "V") s.Push(*T::FromDescriptor(d->ret));
+  } else if (op == kOpNew) {
+    s.Push(T{T::kUninit, in.offset, {}});
+  } else if (op == 0xbc) {
+    static constexpr const char* kArr[12] = {"", "", "", "", "[Z", "[C", "[F", "[D", "[B", "[S", "[I", "[J"};
+    uint8_t at = u1(1);
+    if (at < 4 || at > 11) return false;
+    s.Pop(1);
+    s.Push(T::Object(kArr[at]));
+  } else if (op == 0xbd) {
+    auto name = cp.ClassName(u2(1));
+    if (!name) return false;
+    s.Pop(1);
+    s.Push(T::Object((*name)[0] == '[' ? "[" + std::string(*name) : "[L" + std::string(*name) + ";"));
+  } else if (op == 0xbe) {
+    s.Pop(1);
+    s.Push(T::kInteger);
+  } else if (op == kOpAthrow) {
+    s.Pop(1);
+  } else if (op == 0xc0) {
+    auto name = cp.ClassName(u2(1));
+    if (!name) return false;
+    s.Pop(1);
+    s.Push(T::Object(std::string(*name)));
+  } else if (op == 0xc1) {
+    s.Pop(1);
+    s.Push(T::kInteger);
+  } else if (op == 0xc2 || op == 0xc3) {
+    s.Pop(1);
+  } else if (op == kOpWide) {
+    uint8_t w = in.wide_op;
+    size_t idx = u2(2);
+    if (w >= 0x15 && w <= 0x19) {
+      s.Push(w == 0x19 ? s.Local(idx) : T::Of(w == 0x15 ? T::kInteger : w == 0x16 ? T::kLong : w == 0x17 ? T::kFloat : T::kDouble));
+    } else if (w >= 0x36 && w <= 0x3a) {
+      s.PopStore(idx, w == 0x3a ? T::kObject : kKinds[w == 0x36 ? 0 : w == 0x37 ? 1 : w == 0x38 ? 2 : 3]);
+    } else if (w != 0x84) {
+      return false;  // wide ret
+    }
+  } else if (op == 0xc5) {
+    auto name = cp.ClassName(u2(1));
+    if (!name) return false;
+    s.Pop(u1(3));
+    s.Push(T::Object(std::string(*name)));
+  } else if (op == kOpIfnull || op == kOpIfnonnull) {
+    s.Pop(1);
+  } else {
+    return false;  // jsr, ret, jsr_w
+  }
+  return s.ok;
+}
+
+void SimulateLinear(std::span<const uint8_t> code, const std::vector<Insn>& insns, const std::vector<Frame>& frames,
+                    const std::vector<VType>& initial_locals, size_t max_locals, const ConstantPool& cp,
+                    std::string_view this_class,
+                    const std::function<void(size_t insn_index, const SlotState* before)>& visit) {
+  std::optional<SlotState> state = ToSlots(Frame{0, initial_locals, {}}, max_locals);
+  if (state->locals.size() > max_locals) state.reset();
+  size_t fi = 0;
+  for (size_t i = 0; i < insns.size(); ++i) {
+    const Insn& in = insns[i];
+    while (fi < frames.size() && frames[fi].offset < in.offset) ++fi;
+    if (fi < frames.size() && frames[fi].offset == in.offset) {
+      state = ToSlots(frames[fi], max_locals);
+      if (state->locals.size() > max_locals) state.reset();
+    }
+    visit(i, state ? &*state : nullptr);
+    if (!state) continue;
+    uint8_t op = in.op;
+    bool ends = op == kOpGoto || op == kOpGotoW || op == kOpTableswitch || op == kOpLookupswitch || IsReturn(op) ||
+                op == kOpAthrow;
+    if (ends || !ApplyInstruction(code, in, cp, this_class, *state)) state.reset();
+  }
+}
+
+}  // namespace lookback::jvm

@@ -1,0 +1,591 @@
+#include "frontends/jvm/rewriter.h"
+
+#include <algorithm>
+#include <limits>
+#include <span>
+
+#include "frontends/jvm/bytecode.h"
+#include "frontends/jvm/classfile.h"
+
+namespace lookback::jvm {
+
+const char* SkipReasonName(SkipReason r) {
+  switch (r) {
+    case SkipReason::kNative: return "native";
+    case SkipReason::kAbstract: return "abstract";
+    case SkipReason::kIntrinsicCandidate: return "intrinsic-candidate";
+    case SkipReason::kTooLarge: return "too-large";
+    case SkipReason::kExcluded: return "excluded";
+    case SkipReason::kBridgeOrSynthetic: return "bridge";
+    case SkipReason::kMalformed: return "malformed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr std::string_view kIntrinsicCandidate = "Ljdk/internal/vm/annotation/IntrinsicCandidate;";
+constexpr uint32_t kPushLength = 3;    // sipush id | ldc_w #Integer
+constexpr uint32_t kProbeLength = 6;   // push + invokestatic
+constexpr uint32_t kHandlerLength = 7; // push + invokestatic + athrow
+
+// Skips one element_value (JVMS 4.7.16.1); depth bounds the recursion on
+// untrusted input.
+bool SkipElementValue(ByteReader& r, int depth);
+
+bool SkipAnnotation(ByteReader& r, int depth) {
+  if (depth > 32) return false;
+  r.U2();
+  uint16_t pairs = r.U2();
+  for (uint16_t i = 0; i < pairs && r.ok(); ++i) {
+    r.U2();
+    if (!SkipElementValue(r, depth + 1)) return false;
+  }
+  return r.ok();
+}
+
+bool SkipElementValue(ByteReader& r, int depth) {
+  if (depth > 32) return false;
+  uint8_t tag = r.U1();
+  switch (tag) {
+    case 'B': case 'C': case 'D': case 'F': case 'I': case 'J': case 'S': case 'Z': case 's': case 'c':
+      r.U2();
+      break;
+    case 'e':
+      r.U2();
+      r.U2();
+      break;
+    case '@':
+      return SkipAnnotation(r, depth + 1);
+    case '[': {
+      uint16_t n = r.U2();
+      for (uint16_t i = 0; i < n && r.ok(); ++i)
+        if (!SkipElementValue(r, depth + 1)) return false;
+      break;
+    }
+    default:
+      return false;
+  }
+  return r.ok();
+}
+
+// True when a Runtime(In)VisibleAnnotations attribute names IntrinsicCandidate.
+// A malformed annotation table counts as no annotation: HotSpot parses these
+// tables itself and rejects what it cannot read.
+bool HasIntrinsicCandidate(const ClassFile& cf, const Member& m) {
+  for (const auto& a : m.attributes) {
+    auto name = cf.AttributeName(a);
+    if (name != "RuntimeVisibleAnnotations" && name != "RuntimeInvisibleAnnotations") continue;
+    ByteReader r(a.info);
+    uint16_t n = r.U2();
+    for (uint16_t i = 0; i < n && r.ok(); ++i) {
+      size_t at = r.pos();
+      if (!SkipAnnotation(r, 0)) break;
+      ByteReader t(std::span<const uint8_t>(a.info).subspan(at));
+      if (cf.cp.Utf8(t.U2()) == kIntrinsicCandidate) return true;
+    }
+  }
+  return false;
+}
+
+// A method whose code is a single `return`.
+bool IsEmptyMethod(const ClassFile& cf, const Member& m) {
+  for (const auto& a : m.attributes) {
+    if (cf.AttributeName(a) != "Code") continue;
+    auto c = CodeAttribute::Parse(a.info);
+    return c.ok() && c.value().code.size() == 1 && c.value().code[0] == kOpReturn;
+  }
+  return false;
+}
+
+struct MethodOutcome {
+  std::optional<SkipReason> skip;
+  std::string detail;
+  std::vector<uint8_t> code_attribute;  // the new Code attribute's info
+  std::vector<size_t> id_pushes;        // offsets (in code_attribute) of the 3-byte id pushes
+};
+
+MethodOutcome Skip(SkipReason r, std::string detail = {}) {
+  MethodOutcome o;
+  o.skip = r;
+  o.detail = std::move(detail);
+  return o;
+}
+
+struct ProbeRefs {
+  uint16_t enter = 0, exit = 0;
+};
+
+class MethodRewriter {
+ public:
+  MethodRewriter(ClassFile& cf, std::string_view class_name, std::string_view name, std::string_view desc,
+                 uint16_t access, ProbeRefs probes)
+      : cf_(cf), class_name_(class_name), name_(name), desc_(desc), access_(access), probes_(probes) {}
+
+  MethodOutcome Run(const Attribute& code_attr);
+
+ private:
+  // Index of the instruction starting at old offset `off`, or -1.
+  int64_t IndexOf(int64_t off) const {
+    if (off < 0 || off >= static_cast<int64_t>(code_.code.size())) return -1;
+    int32_t i = index_of_[static_cast<size_t>(off)];
+    return i;
+  }
+  // New offset a jump to old offset `off` lands on (before any probe inserted
+  // in front of that instruction); the end of the old code maps to the handler.
+  uint32_t MapTarget(int64_t off) const {
+    if (off == static_cast<int64_t>(code_.code.size())) return end_code_;
+    return start_[static_cast<size_t>(IndexOf(off))];
+  }
+  bool ValidOffset(int64_t off, bool allow_end) const {
+    if (allow_end && off == static_cast<int64_t>(code_.code.size())) return true;
+    return IndexOf(off) >= 0;
+  }
+  uint32_t InsnSize(size_t k, uint32_t at) const;
+  void Layout();
+  std::optional<std::string> Emit(std::vector<uint8_t>& out, std::vector<size_t>& pushes);
+  std::optional<std::string> RemapTables(std::vector<Frame>& new_frames);
+  std::optional<std::string> RemapRanges(Attribute& a, bool local_vars);
+  VType MapVType(VType v) const {
+    if (v.tag == VType::kUninit) v.offset = at_[static_cast<size_t>(IndexOf(v.offset))];
+    return v;
+  }
+
+  ClassFile& cf_;
+  std::string class_name_, name_, desc_;
+  uint16_t access_;
+  ProbeRefs probes_;
+  CodeAttribute code_;
+  std::vector<Insn> insns_;
+  std::vector<int32_t> index_of_;
+  std::vector<Frame> frames_;
+  std::vector<VType> initial_locals_;
+  std::vector<bool> wide_;        // short branch k is emitted as goto_w (inverted if + goto_w)
+  std::vector<uint32_t> start_;   // new offset where old instruction k's probe prefix (if any) begins
+  std::vector<uint32_t> at_;      // new offset of old instruction k itself
+  uint32_t end_code_ = 0;         // new offset of the catch-all handler
+  size_t cover_from_ = 0;         // first old instruction the catch-all covers
+};
+
+uint32_t MethodRewriter::InsnSize(size_t k, uint32_t at) const {
+  const Insn& in = insns_[k];
+  if (in.op == kOpTableswitch || in.op == kOpLookupswitch) {
+    uint32_t old_pad = ((in.offset + 4) & ~3u) - (in.offset + 1);
+    uint32_t new_pad = ((at + 4) & ~3u) - (at + 1);
+    return in.length - old_pad + new_pad;
+  }
+  if (IsShortBranch(in.op) && wide_[k]) return in.op == kOpGoto ? 5 : 8;
+  return in.length;
+}
+
+void MethodRewriter::Layout() {
+  const size_t n = insns_.size();
+  start_.assign(n, 0);
+  at_.assign(n, 0);
+  // Widening only grows code, so iterate until no branch needs it; padding of
+  // switches follows the positions each round.
+  for (;;) {
+    uint32_t pos = kProbeLength;
+    for (size_t k = 0; k < n; ++k) {
+      start_[k] = pos;
+      if (IsReturn(insns_[k].op)) pos += kProbeLength;
+      at_[k] = pos;
+      pos += InsnSize(k, pos);
+    }
+    end_code_ = pos;
+    bool grew = false;
+    for (size_t k = 0; k < n; ++k) {
+      const Insn& in = insns_[k];
+      if (!IsShortBranch(in.op) || wide_[k]) continue;
+      int64_t target = MapTarget(BranchTargets(code_.code, in)[0]);
+      int64_t delta = target - at_[k];
+      if (delta < std::numeric_limits<int16_t>::min() || delta > std::numeric_limits<int16_t>::max()) {
+        wide_[k] = true;
+        grew = true;
+      }
+    }
+    if (!grew) return;
+  }
+}
+
+std::optional<std::string> MethodRewriter::Emit(std::vector<uint8_t>& out, std::vector<size_t>& pushes) {
+  auto probe = [&](uint16_t method) {
+    pushes.push_back(out.size());
+    PutU1(out, kOpSipush);  // patched with the id once assign_id has run
+    PutU2(out, 0);
+    PutU1(out, kOpInvokestatic);
+    PutU2(out, method);
+  };
+  probe(probes_.enter);
+  const auto& code = code_.code;
+  for (size_t k = 0; k < insns_.size(); ++k) {
+    const Insn& in = insns_[k];
+    if (out.size() != start_[k]) return "layout mismatch";
+    if (IsReturn(in.op)) probe(probes_.exit);
+    const uint32_t at = at_[k];
+    if (IsShortBranch(in.op)) {
+      int64_t target = MapTarget(BranchTargets(code, in)[0]);
+      if (!wide_[k]) {
+        PutU1(out, in.op);
+        PutU2(out, static_cast<uint16_t>(static_cast<int16_t>(target - at)));
+      } else if (in.op == kOpGoto) {
+        PutU1(out, kOpGotoW);
+        PutU4(out, static_cast<uint32_t>(static_cast<int32_t>(target - at)));
+      } else {
+        // if<cond> L  ==>  if<!cond> +8; goto_w L
+        PutU1(out, InvertBranch(in.op));
+        PutU2(out, 8);
+        PutU1(out, kOpGotoW);
+        PutU4(out, static_cast<uint32_t>(static_cast<int32_t>(target - (at + 3))));
+      }
+    } else if (in.op == kOpGotoW) {
+      int64_t target = MapTarget(BranchTargets(code, in)[0]);
+      PutU1(out, in.op);
+      PutU4(out, static_cast<uint32_t>(static_cast<int32_t>(target - at)));
+    } else if (in.op == kOpTableswitch || in.op == kOpLookupswitch) {
+      auto targets = BranchTargets(code, in);
+      size_t base = (in.offset + 4) & ~size_t{3};
+      PutU1(out, in.op);
+      while (out.size() % 4 != 0) PutU1(out, 0);
+      auto rel = [&](int64_t old_target) { return static_cast<uint32_t>(static_cast<int32_t>(MapTarget(old_target) - at)); };
+      PutU4(out, rel(targets[0]));
+      if (in.op == kOpTableswitch) {
+        PutBytes(out, std::span<const uint8_t>(code).subspan(base + 4, 8));  // low, high
+        for (size_t t = 1; t < targets.size(); ++t) PutU4(out, rel(targets[t]));
+      } else {
+        PutBytes(out, std::span<const uint8_t>(code).subspan(base + 4, 4));  // npairs
+        for (size_t t = 1; t < targets.size(); ++t) {
+          PutBytes(out, std::span<const uint8_t>(code).subspan(base + 8 + (t - 1) * 8, 4));  // match
+          PutU4(out, rel(targets[t]));
+        }
+      }
+    } else {
+      PutBytes(out, std::span<const uint8_t>(code).subspan(in.offset, in.length));
+    }
+    if (out.size() != at + InsnSize(k, at)) return "instruction size mismatch";
+  }
+  if (out.size() != end_code_) return "layout mismatch at the end";
+  probe(probes_.exit);
+  PutU1(out, kOpAthrow);
+  return std::nullopt;
+}
+
+// LineNumberTable, LocalVariableTable, LocalVariableTypeTable: offsets move
+// with their instructions. A range starting at 0 keeps starting at 0 so the
+// parameters stay visible in the entry probe.
+std::optional<std::string> MethodRewriter::RemapRanges(Attribute& a, bool local_vars) {
+  ByteReader r(a.info);
+  uint16_t n = r.U2();
+  std::vector<uint8_t> out;
+  PutU2(out, n);
+  const size_t entry = local_vars ? 10 : 4;
+  for (uint16_t i = 0; i < n; ++i) {
+    auto e = r.Bytes(entry);
+    if (!r.ok()) return "truncated line/variable table";
+    uint16_t start = ReadU2(e, 0);
+    if (!ValidOffset(start, false)) return "line/variable table offset not on an instruction";
+    uint32_t new_start = start == 0 ? 0 : MapTarget(start);
+    PutU2(out, static_cast<uint16_t>(new_start));
+    if (local_vars) {
+      int64_t end = int64_t{start} + ReadU2(e, 2);
+      if (!ValidOffset(end, true)) return "variable range end not on an instruction";
+      PutU2(out, static_cast<uint16_t>(MapTarget(end) - new_start));
+      PutBytes(out, e.subspan(4));
+    } else {
+      PutBytes(out, e.subspan(2));
+    }
+  }
+  if (r.remaining() != 0) return "bytes after a line/variable table";
+  a.info = std::move(out);
+  return std::nullopt;
+}
+
+MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
+  auto parsed = CodeAttribute::Parse(code_attr.info);
+  if (!parsed.ok()) return Skip(SkipReason::kMalformed, parsed.error().ToString());
+  code_ = std::move(parsed.value());
+  auto decoded = DecodeInstructions(code_.code);
+  if (!decoded.ok()) return Skip(SkipReason::kMalformed, decoded.error().ToString());
+  insns_ = std::move(decoded.value());
+  index_of_.assign(code_.code.size(), -1);
+  for (size_t k = 0; k < insns_.size(); ++k) index_of_[insns_[k].offset] = static_cast<int32_t>(k);
+  for (const Insn& in : insns_) {
+    if (in.op == kOpJsr || in.op == kOpJsrW || in.op == kOpRet || (in.op == kOpWide && in.wide_op == kOpRet))
+      return Skip(SkipReason::kMalformed, "jsr/ret subroutine");
+    for (int64_t t : BranchTargets(code_.code, in))
+      if (!ValidOffset(t, false)) return Skip(SkipReason::kMalformed, "branch target not on an instruction");
+  }
+  for (const auto& e : code_.exceptions) {
+    if (!ValidOffset(e.start_pc, false) || !ValidOffset(e.end_pc, true) || !ValidOffset(e.handler_pc, false) ||
+        e.start_pc >= e.end_pc)
+      return Skip(SkipReason::kMalformed, "bad exception table entry");
+  }
+  if (code_.exceptions.size() >= 65535) return Skip(SkipReason::kTooLarge, "exception table full");
+  if (code_.max_stack >= 65535) return Skip(SkipReason::kTooLarge, "max_stack");
+
+  auto md = ParseMethodDescriptor(desc_);
+  if (!md) return Skip(SkipReason::kMalformed, "bad method descriptor");
+  initial_locals_ = InitialLocals(class_name_, name_, *md, (access_ & kAccStatic) != 0);
+  size_t smt_count = 0;
+  for (const auto& a : code_.attributes) {
+    if (cf_.AttributeName(a) != "StackMapTable") continue;
+    if (++smt_count > 1) return Skip(SkipReason::kMalformed, "two StackMapTable attributes");
+    auto f = DecodeStackMapTable(a.info, cf_.cp, initial_locals_);
+    if (!f.ok()) return Skip(SkipReason::kMalformed, f.error().ToString());
+    frames_ = std::move(f.value());
+  }
+  for (const auto& f : frames_) {
+    if (!ValidOffset(f.offset, false)) return Skip(SkipReason::kMalformed, "stack map frame not on an instruction");
+    for (const auto* list : {&f.locals, &f.stack})
+      for (const auto& v : *list)
+        if (v.tag == VType::kUninit && (IndexOf(v.offset) < 0 || code_.code[v.offset] != kOpNew))
+          return Skip(SkipReason::kMalformed, "uninitialized type not at a new instruction");
+  }
+
+  // The states the simulator reports are needed for constructors (where does
+  // `this` become initialized) and for widened conditional branches.
+  const bool ctor = name_ == "<init>" && class_name_ != "java/lang/Object";
+  std::vector<std::optional<SlotState>> states;
+  auto simulate = [&] {
+    if (!states.empty()) return;
+    states.resize(insns_.size());
+    SimulateLinear(code_.code, insns_, frames_, initial_locals_, code_.max_locals, cf_.cp, class_name_,
+                   [&](size_t k, const SlotState* s) {
+                     if (s) states[k] = *s;
+                   });
+  };
+  cover_from_ = 0;
+  if (ctor) {
+    simulate();
+    bool found = false;
+    for (size_t k = 0; k < insns_.size() && !found; ++k) {
+      const Insn& in = insns_[k];
+      if (in.op != kOpInvokespecial) continue;
+      auto nt = cf_.cp.RefNameAndType(ReadU2(code_.code, in.offset + 1));
+      if (!nt || nt->first != "<init>") continue;
+      if (!states[k]) return Skip(SkipReason::kMalformed, "constructor: stack state unknown before an <init> call");
+      auto d = ParseMethodDescriptor(nt->second);
+      if (!d) return Skip(SkipReason::kMalformed, "bad <init> descriptor");
+      size_t args = 0;
+      for (const auto& p : d->params) args += static_cast<size_t>(SlotSize(p));
+      const auto& st = states[k]->stack;
+      if (st.size() <= args) return Skip(SkipReason::kMalformed, "constructor: stack underflow");
+      if (st[st.size() - 1 - args].tag == VType::kUninitThis) {
+        cover_from_ = k + 1;
+        found = true;
+      }
+    }
+    if (!found || cover_from_ >= insns_.size())
+      return Skip(SkipReason::kMalformed, "constructor: no super()/this() call found");
+    // Past that call `this` must stay initialized, or the handler's frame
+    // (no uninitializedThis, so no flagThisUninit) would not match.
+    for (const auto& f : frames_) {
+      if (f.offset < insns_[cover_from_].offset) continue;
+      for (const auto* list : {&f.locals, &f.stack})
+        for (const auto& v : *list)
+          if (v.tag == VType::kUninitThis)
+            return Skip(SkipReason::kMalformed, "constructor: uninitializedThis after the super() call");
+    }
+  }
+
+  wide_.assign(insns_.size(), false);
+  Layout();
+  const uint64_t new_length = uint64_t{end_code_} + kHandlerLength;
+  if (new_length > 65535) return Skip(SkipReason::kTooLarge, "code would exceed 65535 bytes");
+
+  // Frames: the original ones at their new offsets, plus one after each
+  // widened conditional branch (its fall-through is now a jump target right
+  // after an unconditional goto_w), plus the catch-all handler's.
+  std::vector<Frame> frames;
+  std::vector<bool> has_frame(insns_.size(), false);
+  for (const auto& f : frames_) has_frame[static_cast<size_t>(IndexOf(f.offset))] = true;
+  for (const auto& f : frames_) {
+    Frame nf;
+    nf.offset = start_[static_cast<size_t>(IndexOf(f.offset))];
+    for (const auto& v : f.locals) nf.locals.push_back(MapVType(v));
+    for (const auto& v : f.stack) nf.stack.push_back(MapVType(v));
+    frames.push_back(std::move(nf));
+  }
+  for (size_t k = 0; k < insns_.size(); ++k) {
+    if (!wide_[k] || !IsConditionalBranch(insns_[k].op)) continue;
+    if (k + 1 >= insns_.size()) return Skip(SkipReason::kMalformed, "conditional branch falls off the code");
+    if (has_frame[k + 1]) continue;
+    simulate();
+    if (!states[k]) return Skip(SkipReason::kMalformed, "state unknown at a branch widened to goto_w");
+    SlotState s = *states[k];
+    if (!ApplyInstruction(code_.code, insns_[k], cf_.cp, class_name_, s))
+      return Skip(SkipReason::kMalformed, "state unknown at a branch widened to goto_w");
+    Frame nf = ToFrame(s, start_[k + 1]);
+    for (auto& v : nf.locals) v = MapVType(v);
+    for (auto& v : nf.stack) v = MapVType(v);
+    frames.push_back(std::move(nf));
+  }
+  Frame handler;
+  handler.offset = end_code_;
+  handler.stack.push_back(VType::Object("java/lang/Throwable"));
+  frames.push_back(std::move(handler));
+  std::sort(frames.begin(), frames.end(), [](const Frame& a, const Frame& b) { return a.offset < b.offset; });
+
+  MethodOutcome o;
+  CodeAttribute nc;
+  nc.max_stack = std::max<uint16_t>(static_cast<uint16_t>(code_.max_stack + 1), 2);
+  nc.max_locals = code_.max_locals;
+  std::vector<size_t> pushes;
+  if (auto err = Emit(nc.code, pushes)) return Skip(SkipReason::kMalformed, *err);
+  for (const auto& e : code_.exceptions)
+    nc.exceptions.push_back({static_cast<uint16_t>(MapTarget(e.start_pc)), static_cast<uint16_t>(MapTarget(e.end_pc)),
+                             static_cast<uint16_t>(MapTarget(e.handler_pc)), e.catch_type});
+  nc.exceptions.push_back({static_cast<uint16_t>(start_[cover_from_]), static_cast<uint16_t>(end_code_),
+                           static_cast<uint16_t>(end_code_), 0});
+  bool wrote_smt = false;
+  for (const auto& a : code_.attributes) {
+    auto name = cf_.AttributeName(a);
+    Attribute na = a;
+    if (name == "StackMapTable") {
+      na.info.clear();
+      if (auto err = EncodeStackMapTable(frames, initial_locals_, cf_.cp, na.info))
+        return Skip(SkipReason::kMalformed, err->ToString());
+      wrote_smt = true;
+    } else if (name == "LineNumberTable" || name == "LocalVariableTable" || name == "LocalVariableTypeTable") {
+      if (auto err = RemapRanges(na, name != "LineNumberTable")) return Skip(SkipReason::kMalformed, *err);
+    } else if (name == "RuntimeVisibleTypeAnnotations" || name == "RuntimeInvisibleTypeAnnotations") {
+      // Their targets hold bytecode offsets that would now be stale; they are
+      // only read by tools (javap, checkers), never by the JVM.
+      continue;
+    }
+    nc.attributes.push_back(std::move(na));
+  }
+  if (!wrote_smt) {
+    Attribute na;
+    na.name_index = cf_.cp.AddUtf8("StackMapTable");
+    if (!na.name_index) return Skip(SkipReason::kTooLarge, "constant pool full");
+    if (auto err = EncodeStackMapTable(frames, initial_locals_, cf_.cp, na.info))
+      return Skip(SkipReason::kMalformed, err->ToString());
+    nc.attributes.push_back(std::move(na));
+  }
+  // Offsets of the pushes inside the Code attribute's info: after max_stack,
+  // max_locals and code_length.
+  for (size_t p : pushes) o.id_pushes.push_back(8 + p);
+  if (auto err = nc.Write(o.code_attribute)) return Skip(SkipReason::kTooLarge, err->ToString());
+  return o;
+}
+
+}  // namespace
+
+RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteRequest& req) {
+  RewriteResult res;
+  auto parsed = ClassFile::Parse(std::span<const uint8_t>(data, size));
+  if (!parsed.ok()) {
+    res.error = parsed.error().ToString();
+    return res;
+  }
+  ClassFile& cf = parsed.value();
+  res.class_name = std::string(*cf.cp.ClassName(cf.this_class));
+  if (cf.major_version < 50) {
+    res.error = "class file version " + std::to_string(cf.major_version) +
+                " < 50 has no StackMapTable (jsr/ret era); not rewritten";
+    return res;
+  }
+  const bool probe_class = res.class_name == req.probe.owner;
+  ProbeRefs probes;
+  for (auto& m : cf.methods) {
+    auto name_view = cf.cp.Utf8(m.name_index);
+    auto desc_view = cf.cp.Utf8(m.descriptor_index);
+    if (!name_view || !desc_view) {
+      res.error = "method name or descriptor is not a Utf8 constant";
+      return res;
+    }
+    // Copies: appending to the constant pool may move the strings views point into.
+    const std::optional<std::string> name{std::string(*name_view)}, desc{std::string(*desc_view)};
+    auto skip = [&](SkipReason r, std::string detail = {}) {
+      res.skipped.push_back({std::string(*name), std::string(*desc), r, std::move(detail)});
+    };
+    if (m.access_flags & kAccNative) {
+      skip(SkipReason::kNative);
+      continue;
+    }
+    if (m.access_flags & kAccAbstract) {
+      skip(SkipReason::kAbstract);
+      continue;
+    }
+    if (probe_class) {
+      skip(SkipReason::kExcluded, "the probe class itself");
+      continue;
+    }
+    if (m.access_flags & kAccBridge) {
+      skip(SkipReason::kBridgeOrSynthetic);
+      continue;
+    }
+    if (HasIntrinsicCandidate(cf, m)) {
+      skip(SkipReason::kIntrinsicCandidate);
+      continue;
+    }
+    if (*name == "finalize" && *desc == "()V" && !(m.access_flags & kAccStatic) && IsEmptyMethod(cf, m)) {
+      // HotSpot registers instances for finalization only when finalize() is
+      // not a lone `return` (ClassFileParser's _has_empty_finalizer). A probe
+      // in Object.finalize() would make every object in the VM finalizable.
+      skip(SkipReason::kExcluded, "empty finalize(): probes would make every instance finalizable");
+      continue;
+    }
+    Attribute* code = nullptr;
+    int code_count = 0;
+    for (auto& a : m.attributes) {
+      if (cf.AttributeName(a) == "Code") {
+        code = &a;
+        ++code_count;
+      }
+    }
+    if (code_count != 1) {
+      skip(SkipReason::kMalformed, "not exactly one Code attribute");
+      continue;
+    }
+    if (!probes.enter) {
+      probes.enter = cf.cp.AddMethodref(req.probe.owner, req.probe.enter, "(I)V");
+      probes.exit = cf.cp.AddMethodref(req.probe.owner, req.probe.exit, "(I)V");
+      if (!probes.enter || !probes.exit) {
+        res.error = "constant pool full";
+        res.traced.clear();
+        return res;
+      }
+    }
+    MethodRewriter mr(cf, res.class_name, *name, *desc, m.access_flags, probes);
+    MethodOutcome o = mr.Run(*code);
+    if (o.skip) {
+      skip(*o.skip, std::move(o.detail));
+      continue;
+    }
+    std::optional<uint32_t> id = req.assign_id ? req.assign_id(res.class_name, *name, *desc) : std::nullopt;
+    if (!id) {
+      skip(SkipReason::kExcluded);
+      continue;
+    }
+    // sipush takes ids up to 32767; larger ones come from an Integer constant
+    // through ldc_w, which is also 3 bytes, so the layout does not change.
+    uint8_t push[3];
+    if (*id <= 32767) {
+      push[0] = kOpSipush;
+      push[1] = static_cast<uint8_t>(*id >> 8);
+      push[2] = static_cast<uint8_t>(*id);
+    } else {
+      uint16_t c = cf.cp.AddInteger(static_cast<int32_t>(*id));
+      if (!c) {
+        res.error = "constant pool full";
+        res.traced.clear();
+        return res;
+      }
+      push[0] = kOpLdcW;
+      push[1] = static_cast<uint8_t>(c >> 8);
+      push[2] = static_cast<uint8_t>(c);
+    }
+    for (size_t p : o.id_pushes) std::copy(push, push + kPushLength, o.code_attribute.begin() + static_cast<ptrdiff_t>(p));
+    code->info = std::move(o.code_attribute);
+    res.traced.push_back({std::string(*name), std::string(*desc), *id, m.access_flags});
+  }
+  if (!res.traced.empty()) {
+    res.bytes = cf.Write();
+    res.changed = true;
+  }
+  return res;
+}
+
+}  // namespace lookback::jvm

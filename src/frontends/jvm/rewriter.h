@@ -1,0 +1,91 @@
+// Bytecode rewriter for the JVM front-end: the JVMTI agent's ClassFileLoadHook
+// hands it a class file and gets back the class with entry/exit probes.
+//
+// Every traced method gets
+//   - at offset 0:            push <id>; invokestatic probe.owner.enter(I)V
+//   - before every *return:   push <id>; invokestatic probe.owner.exit(I)V
+//     (the return value stays on the stack underneath)
+//   - a catch-all handler appended after the original code, the LAST entry of
+//     the exception table so the method's own handlers take precedence:
+//                             push <id>; invokestatic probe.owner.exit(I)V; athrow
+//     so an exception unwinding through the frame still records the exit.
+// Branches, switches, exception tables, LineNumberTable, LocalVariable(Type)Table
+// and StackMapTable frames are relocated; frames are re-encoded from the
+// original ones, never recomputed (only the catch-all handler and the
+// fall-through of a conditional branch widened to goto_w get new frames).
+//
+// Constructors: code before the super()/this() call runs with an
+// uninitialized `this`, which a handler without uninitializedThis in its frame
+// may not cover (JVMS 4.10.1.9, flagThisUninit). The catch-all therefore starts
+// right after that invokespecial: an exception thrown by the super()/this()
+// call or while computing its arguments leaves the constructor's enter without
+// an exit. Everything after super() returns is covered.
+//
+// Not rewritten (RewriteResult::error set): class files older than version 50
+// (no StackMapTable; their jsr/ret subroutines are out of scope) and malformed
+// class files. Skipped per method: see SkipReason.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lookback::jvm {
+
+struct ProbeNames {  // the static methods the probes call, descriptor (I)V each
+  std::string owner = "java/lang/LookbackProbe";
+  std::string enter = "enter";
+  std::string exit = "exit";
+};
+
+enum class SkipReason {
+  kNative,
+  kAbstract,
+  kIntrinsicCandidate,  // @jdk.internal.vm.annotation.IntrinsicCandidate: the JIT replaces the body
+  kTooLarge,            // the rewritten code would exceed 65535 bytes, or max_stack would overflow
+  kExcluded,            // assign_id returned nullopt, a method of the probe owner class, or an empty
+                        // finalize()V (a probe there would make instances finalizable; see detail)
+  kBridgeOrSynthetic,   // ACC_BRIDGE only: it just forwards to the real method, which is traced.
+                        // Other synthetic methods (lambda bodies, $values) are traced.
+  kMalformed,           // the method's code could not be rewritten safely (see SkippedMethod::detail)
+};
+
+struct TracedMethod {
+  std::string name, descriptor;
+  uint32_t id;
+  uint16_t access_flags;
+};
+
+struct SkippedMethod {
+  std::string name, descriptor;
+  SkipReason reason;
+  std::string detail;  // kMalformed: why
+};
+
+struct RewriteRequest {
+  ProbeNames probe;
+  // Called once per method that can be traced, in classfile order; returns the method id to
+  // bake in (a dense 32-bit id the agent allocates), or std::nullopt to leave the method alone
+  // (counted kExcluded).
+  std::function<std::optional<uint32_t>(std::string_view class_name, std::string_view method_name,
+                                        std::string_view descriptor)>
+      assign_id;
+};
+
+struct RewriteResult {
+  bool changed = false;        // false: use the original bytes
+  std::vector<uint8_t> bytes;  // the new classfile when changed
+  std::string class_name;      // internal form, a/b/C
+  std::vector<TracedMethod> traced;
+  std::vector<SkippedMethod> skipped;
+  std::string error;  // non-empty: the class could not be rewritten (malformed/unsupported); leave it unmodified
+};
+
+RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteRequest& req);
+const char* SkipReasonName(SkipReason);
+
+}  // namespace lookback::jvm

@@ -1,0 +1,76 @@
+package lbtest;
+
+import java.io.*;
+import java.nio.file.*;
+import java.util.*;
+
+// The probe the rewritten test classes call. Besides logging each event, it
+// checks every event against the real stack (StackWalker): the probe's shadow
+// stack must equal the traced frames the JVM actually has, so a missed or
+// extra enter/exit (for example an exception leaving a frame without its exit)
+// shows up at the very next event.
+public final class Probe {
+  private static final Map<Integer, String> NAMES = new HashMap<>();
+  private static final Set<String> TRACED = new HashSet<>();
+  private static final ThreadLocal<ArrayDeque<Integer>> SHADOW = ThreadLocal.withInitial(ArrayDeque::new);
+  private static final PrintStream LOG;
+  private static int errors, events;
+
+  static {
+    try {
+      for (String line : Files.readAllLines(Paths.get(System.getProperty("lbtest.ids")))) {
+        String[] f = line.split(" ");
+        String key = f[1] + "." + f[2] + f[3];
+        NAMES.put(Integer.parseInt(f[0]), key);
+        TRACED.add(key);
+      }
+      LOG = new PrintStream(new FileOutputStream(System.getProperty("lbtest.log")), true);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      synchronized (Probe.class) {
+        LOG.println("events " + events + " errors " + errors);
+      }
+    }));
+  }
+
+  private Probe() {}
+
+  private static List<String> realStack() {
+    return StackWalker.getInstance().walk(s -> s
+        .map(f -> f.getClassName().replace('.', '/') + "." + f.getMethodName() + f.getDescriptor())
+        .filter(TRACED::contains)
+        .collect(java.util.stream.Collectors.toList()));
+  }
+
+  private static void check(String what) {
+    List<String> shadow = new ArrayList<>();
+    for (int id : SHADOW.get()) shadow.add(NAMES.get(id));  // ArrayDeque iterates top first
+    List<String> real = realStack();
+    if (!shadow.equals(real)) {
+      errors++;
+      if (errors < 20) LOG.println("MISMATCH at " + what + "\n  probe " + shadow + "\n  real  " + real);
+    }
+  }
+
+  public static synchronized void enter(int id) {
+    events++;
+    SHADOW.get().push(id);
+    LOG.println("> " + NAMES.get(id));
+    check("enter " + NAMES.get(id));
+  }
+
+  public static synchronized void exit(int id) {
+    events++;
+    check("exit " + NAMES.get(id));
+    ArrayDeque<Integer> s = SHADOW.get();
+    if (s.isEmpty() || s.peek() != id) {
+      errors++;
+      LOG.println("MISMATCH exit " + NAMES.get(id) + " top " + (s.isEmpty() ? "none" : NAMES.get(s.peek())));
+    } else {
+      s.pop();
+    }
+    LOG.println("< " + NAMES.get(id));
+  }
+}

@@ -1,0 +1,491 @@
+// The JVM rewriter on real class files: small javac outputs from the seed
+// corpus (unit tests, corrupt input), then whole programs compiled by the build,
+// rewritten, and run by `java -Xverify:all` with a probe that checks every
+// event against the real stack; then all of java.base (booted from a patched
+// module) and large third-party jars, each class linked under -Xverify:all.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "frontends/jvm/bytecode.h"
+#include "frontends/jvm/classfile.h"
+#include "frontends/jvm/rewriter.h"
+
+namespace fs = std::filesystem;
+using namespace lookback::jvm;
+
+namespace {
+
+std::vector<uint8_t> ReadBytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void WriteBytes(const fs::path& p, const std::vector<uint8_t>& b) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+std::string ReadText(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// Runs a shell command; returns its exit status and stdout (stderr goes to stdout too).
+std::pair<int, std::string> Shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, ""};
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int st = pclose(p);
+  return {WEXITSTATUS(st), out};
+}
+
+std::vector<fs::path> ClassFiles(const fs::path& dir) {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".class") v.push_back(e.path());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+fs::path TmpDir(const std::string& name) {
+  fs::path d = fs::path(LOOKBACK_TEST_TMP) / "jvm" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+struct Stats {
+  size_t classes = 0, changed = 0, errors = 0, traced = 0;
+  std::map<SkipReason, size_t> skipped;
+  std::vector<std::string> error_messages;
+  std::vector<std::string> malformed;  // class.method: detail
+  std::string Summary() const {
+    std::ostringstream o;
+    o << classes << " classes (" << changed << " rewritten, " << errors << " not rewritten), " << traced
+      << " methods traced, skipped:";
+    for (auto [r, n] : skipped) o << " " << SkipReasonName(r) << "=" << n;
+    return o.str();
+  }
+};
+
+// Rewrites every class under `in` into `out` (unchanged classes are copied),
+// assigning ids from first_id on and writing "id class method descriptor"
+// lines to `ids` when given.
+Stats RewriteTree(const fs::path& in, const fs::path& out, const std::string& owner, uint32_t first_id,
+                  const fs::path& ids = {}) {
+  Stats st;
+  std::ofstream ids_out;
+  if (!ids.empty()) ids_out.open(ids);
+  uint32_t next = first_id;
+  RewriteRequest req;
+  req.probe.owner = owner;
+  req.assign_id = [&](std::string_view c, std::string_view m, std::string_view d) -> std::optional<uint32_t> {
+    if (ids_out.is_open()) ids_out << next << " " << c << " " << m << " " << d << "\n";
+    return next++;
+  };
+  for (const auto& p : ClassFiles(in)) {
+    auto bytes = ReadBytes(p);
+    auto r = RewriteClass(bytes.data(), bytes.size(), req);
+    ++st.classes;
+    if (!r.error.empty()) {
+      ++st.errors;
+      st.error_messages.push_back(p.string() + ": " + r.error);
+    }
+    if (r.changed) ++st.changed;
+    st.traced += r.traced.size();
+    for (const auto& s : r.skipped) {
+      ++st.skipped[s.reason];
+      if (s.reason == SkipReason::kMalformed) st.malformed.push_back(r.class_name + "." + s.name + ": " + s.detail);
+    }
+    WriteBytes(out / fs::relative(p, in), r.changed ? r.bytes : bytes);
+  }
+  return st;
+}
+
+std::vector<fs::path> CorpusFiles() { return ClassFiles(fs::path(LOOKBACK_SOURCE_DIR) / "tests/data/classfile-corpus"); }
+
+RewriteRequest CountingRequest(uint32_t first = 1) {
+  RewriteRequest req;
+  auto next = std::make_shared<uint32_t>(first);
+  req.assign_id = [next](std::string_view, std::string_view, std::string_view) -> std::optional<uint32_t> {
+    return (*next)++;
+  };
+  return req;
+}
+
+bool HaveJava() { return std::string(LOOKBACK_JVM_CLASSES).size() > 0 && fs::exists(LOOKBACK_JVM_CLASSES); }
+
+// ---- corpus-based unit tests -------------------------------------------------
+
+TEST(JvmRewriter, CorpusIsPresent) { ASSERT_GE(CorpusFiles().size(), 3u); }
+
+TEST(JvmRewriter, RewrittenClassParsesAgainWithMembersAndClassAttributesUnchanged) {
+  for (const auto& p : CorpusFiles()) {
+    auto bytes = ReadBytes(p);
+    auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+    ASSERT_TRUE(r.error.empty()) << p << ": " << r.error;
+    if (!r.changed) continue;
+    auto before = ClassFile::Parse(bytes);
+    auto after = ClassFile::Parse(r.bytes);
+    ASSERT_TRUE(after.ok()) << after.error().ToString();
+    EXPECT_EQ(before.value().methods.size(), after.value().methods.size());
+    EXPECT_EQ(before.value().fields.size(), after.value().fields.size());
+    ASSERT_EQ(before.value().attributes.size(), after.value().attributes.size());
+    for (size_t i = 0; i < before.value().attributes.size(); ++i)
+      EXPECT_EQ(before.value().attributes[i].info, after.value().attributes[i].info);
+    // The original constant pool is a prefix of the new one.
+    EXPECT_GT(after.value().cp.count(), before.value().cp.count());
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.begin() + 8, r.bytes.begin()));  // magic, version
+  }
+}
+
+TEST(JvmRewriter, EveryTruncationIsAnErrorAndNeverACrash) {
+  size_t cases = 0;
+  for (const auto& p : CorpusFiles()) {
+    auto bytes = ReadBytes(p);
+    for (size_t n = 0; n < bytes.size(); ++n) {
+      auto r = RewriteClass(bytes.data(), n, CountingRequest());
+      EXPECT_FALSE(r.error.empty()) << p << " truncated to " << n;
+      EXPECT_FALSE(r.changed);
+      ++cases;
+    }
+  }
+  std::printf("truncations tried: %zu\n", cases);
+}
+
+TEST(JvmRewriter, BitFlipsGiveAnErrorOrAClassThatParses) {
+  std::mt19937 rng(1234);
+  size_t errors = 0, rewritten = 0, malformed_methods = 0;
+  for (const auto& p : CorpusFiles()) {
+    const auto orig = ReadBytes(p);
+    for (int i = 0; i < 3000; ++i) {
+      auto bytes = orig;
+      for (int k = 0; k < 1 + i % 3; ++k) bytes[rng() % bytes.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+      auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+      if (!r.error.empty()) ++errors;
+      for (const auto& s : r.skipped) malformed_methods += s.reason == SkipReason::kMalformed;
+      if (r.changed) {
+        ++rewritten;
+        EXPECT_TRUE(ClassFile::Parse(r.bytes).ok());
+      }
+    }
+  }
+  std::printf("bit flips: %zu class errors, %zu rewritten, %zu methods skipped as malformed\n", errors, rewritten,
+              malformed_methods);
+  EXPECT_GT(errors, 0u);
+  EXPECT_GT(rewritten, 0u);
+}
+
+TEST(JvmRewriter, SkipsNativeAbstractBridgeMethodsAndTheProbeClass) {
+  std::map<SkipReason, size_t> reasons;
+  size_t traced = 0;
+  for (const auto& p : CorpusFiles()) {
+    auto bytes = ReadBytes(p);
+    auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+    for (const auto& s : r.skipped) ++reasons[s.reason];
+    traced += r.traced.size();
+    // The probe owner's own methods are never traced.
+    RewriteRequest self = CountingRequest();
+    self.probe.owner = r.class_name;
+    auto s = RewriteClass(bytes.data(), bytes.size(), self);
+    EXPECT_FALSE(s.changed);
+    EXPECT_TRUE(s.traced.empty());
+  }
+  EXPECT_GT(traced, 0u);
+  EXPECT_GT(reasons[SkipReason::kNative], 0u);
+  EXPECT_GT(reasons[SkipReason::kAbstract], 0u);
+  EXPECT_GT(reasons[SkipReason::kBridgeOrSynthetic], 0u);
+}
+
+TEST(JvmRewriter, ExcludedMethodsAreLeftAloneAndIdsAreAskedInClassfileOrder) {
+  for (const auto& p : CorpusFiles()) {
+    auto bytes = ReadBytes(p);
+    std::vector<std::string> asked;
+    RewriteRequest req;
+    req.assign_id = [&](std::string_view, std::string_view m, std::string_view d) -> std::optional<uint32_t> {
+      asked.push_back(std::string(m) + std::string(d));
+      return std::nullopt;
+    };
+    auto r = RewriteClass(bytes.data(), bytes.size(), req);
+    EXPECT_FALSE(r.changed);
+    size_t excluded = 0;
+    for (const auto& s : r.skipped) excluded += s.reason == SkipReason::kExcluded;
+    EXPECT_EQ(excluded, asked.size());
+    // Same order as the methods in the class file.
+    auto cf = ClassFile::Parse(bytes);
+    ASSERT_TRUE(cf.ok());
+    size_t k = 0;
+    for (const auto& m : cf.value().methods) {
+      std::string key = std::string(*cf.value().cp.Utf8(m.name_index)) + std::string(*cf.value().cp.Utf8(m.descriptor_index));
+      if (k < asked.size() && asked[k] == key) ++k;
+    }
+    EXPECT_EQ(k, asked.size());
+  }
+}
+
+TEST(JvmRewriter, IdsAboveTheSipushRangeComeFromIntegerConstants) {
+  auto bytes = ReadBytes(CorpusFiles().front());
+  auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest(100000));
+  ASSERT_TRUE(r.changed) << r.error;
+  auto cf = ClassFile::Parse(r.bytes);
+  ASSERT_TRUE(cf.ok());
+  std::set<uint32_t> ints;
+  for (size_t i = 1; i < cf.value().cp.count(); ++i)
+    if (auto* e = cf.value().cp.Get(static_cast<uint16_t>(i)); e && e->tag == kCpInteger) ints.insert(e->value);
+  for (const auto& t : r.traced) EXPECT_TRUE(ints.count(t.id)) << t.name;
+}
+
+TEST(JvmRewriter, OldClassFilesAreReportedNotRewritten) {
+  auto bytes = ReadBytes(CorpusFiles().front());
+  bytes[6] = 0;
+  bytes[7] = 49;  // major_version 49: Java 5, no StackMapTable
+  auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+  EXPECT_FALSE(r.changed);
+  EXPECT_NE(r.error.find("< 50"), std::string::npos) << r.error;
+}
+
+TEST(JvmBytecode, InvertsEveryConditionalBranch) {
+  for (uint8_t op = kOpIfeq; op <= kOpIfAcmpne; ++op) {
+    EXPECT_NE(InvertBranch(op), op);
+    EXPECT_EQ(InvertBranch(InvertBranch(op)), op);
+  }
+  EXPECT_EQ(InvertBranch(0x99), 0x9a);  // ifeq <-> ifne
+  EXPECT_EQ(InvertBranch(0x9b), 0x9c);  // iflt <-> ifge
+  EXPECT_EQ(InvertBranch(kOpIfnull), kOpIfnonnull);
+}
+
+// ---- real programs ----------------------------------------------------------
+
+TEST(JvmPrograms, RewrittenProgramsBehaveTheSameAndProbesNestExactly) {
+  if (!HaveJava()) GTEST_SKIP() << "no javac/java";
+  fs::path tmp = TmpDir("programs");
+  fs::path out = tmp / "classes";
+  // Ids from 32700 on: the first ones fit sipush, the rest need ldc_w.
+  Stats st = RewriteTree(LOOKBACK_JVM_CLASSES, out, "lbtest/Probe", 32700, tmp / "ids.txt");
+  std::printf("test programs: %s\n", st.Summary().c_str());
+  for (const auto& m : st.malformed) ADD_FAILURE() << "skipped as malformed: " << m;
+  EXPECT_EQ(st.errors, 0u);
+  EXPECT_GT(st.traced, 32767u - 32700u) << "some ids must need ldc_w";
+  // huge() is the one method too large once rewritten.
+  EXPECT_EQ(st.skipped[SkipReason::kTooLarge], 1u);
+  EXPECT_GE(st.skipped[SkipReason::kBridgeOrSynthetic], 1u);
+
+  auto [rc0, expected] = Shell(std::string(LOOKBACK_JAVA) + " -cp " + LOOKBACK_JVM_CLASSES + " lbtest.Main");
+  ASSERT_EQ(rc0, 0) << expected;
+  std::string props = " -Dlbtest.ids=" + (tmp / "ids.txt").string() + " -Dlbtest.log=" + (tmp / "probe.log").string() +
+                      " -Dlbtest.gt=" + (tmp / "gt.txt").string();
+  auto [rc1, got] = Shell(std::string(LOOKBACK_JAVA) + " -Xverify:all -XX:-UseSharedSpaces" + props + " -cp " +
+                        out.string() + " lbtest.Main");
+  ASSERT_EQ(rc1, 0) << got;
+  EXPECT_EQ(got, expected);
+
+  auto log = Lines(ReadText(tmp / "probe.log"));
+  ASSERT_FALSE(log.empty());
+  // The probe compared every event with StackWalker's view of the stack.
+  EXPECT_EQ(log.back().find("errors 0"), log.back().size() - 8) << log.back();
+  size_t enters = 0, exits = 0;
+  std::map<std::string, size_t> per_method;
+  for (const auto& l : log) {
+    if (l.rfind("MISMATCH", 0) == 0) ADD_FAILURE() << l;
+    if (l.rfind("> ", 0) == 0) ++enters, ++per_method[l.substr(2)];
+    if (l.rfind("< ", 0) == 0) ++exits;
+  }
+  EXPECT_EQ(enters, exits);
+  std::printf("probe events: %zu enters, %zu exits, %zu distinct methods seen\n", enters, exits, per_method.size());
+  for (const char* m : {"lbtest/StaticInit$Holder.<clinit>()V", "lbtest/Ctors$Sub.<init>(I)V",
+                        "lbtest/Recursion.fib(I)I", "lbtest/BigMethod.big(II)I", "lbtest/BigMethod.fat(I)I",
+                        "lbtest/Defaults$Shape.describe()Ljava/lang/String;", "lbtest/Sync.inc(I)I"})
+    EXPECT_GT(per_method[m], 0u) << m;
+  EXPECT_EQ(per_method["lbtest/Recursion.fib(I)I"], 465u);  // calls of fib(12)
+
+  // The probe log, restricted to the methods that log their own entry and
+  // exit (GT), equals the program's own record, exceptional exits included.
+  auto gt = Lines(ReadText(tmp / "gt.txt"));
+  ASSERT_FALSE(gt.empty());
+  std::set<std::string> gt_methods;
+  for (const auto& l : gt) gt_methods.insert(l.substr(2));
+  std::vector<std::string> filtered;
+  for (const auto& l : log)
+    if ((l.rfind("> ", 0) == 0 || l.rfind("< ", 0) == 0) && gt_methods.count(l.substr(2))) filtered.push_back(l);
+  EXPECT_EQ(filtered, gt);
+  std::printf("ground truth: %zu events, equal to the probe log's\n", gt.size());
+}
+
+// Negative control for the verification harness: a rewritten class whose
+// handler frame is dropped must be reported by LinkAll, so "0 verify errors"
+// below means something.
+TEST(JvmPrograms, LinkAllReportsARewrittenClassWithoutItsHandlerFrame) {
+  if (!HaveJava()) GTEST_SKIP() << "no javac/java";
+  fs::path tmp = TmpDir("negative");
+  auto bytes = ReadBytes(fs::path(LOOKBACK_JVM_CLASSES) / "lbtest/Recursion.class");
+  auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+  ASSERT_TRUE(r.changed) << r.error;
+  auto cf = ClassFile::Parse(r.bytes);
+  ASSERT_TRUE(cf.ok());
+  bool broke = false;
+  for (auto& m : cf.value().methods) {
+    if (cf.value().cp.Utf8(m.name_index) != "fib") continue;
+    for (auto& a : m.attributes) {
+      if (cf.value().AttributeName(a) != "Code") continue;
+      auto code = CodeAttribute::Parse(a.info);
+      ASSERT_TRUE(code.ok());
+      for (auto& ca : code.value().attributes) {
+        if (cf.value().AttributeName(ca) != "StackMapTable") continue;
+        // Keep the original frames, drop the last (the catch-all handler's).
+        auto initial = InitialLocals("lbtest/Recursion", "fib", *ParseMethodDescriptor("(I)I"), true);
+        auto frames = DecodeStackMapTable(ca.info, cf.value().cp, initial);
+        ASSERT_TRUE(frames.ok());
+        ASSERT_EQ(frames.value().back().stack.size(), 1u);
+        EXPECT_EQ(frames.value().back().stack[0].name, "java/lang/Throwable");
+        frames.value().pop_back();
+        ca.info.clear();
+        ASSERT_FALSE(EncodeStackMapTable(frames.value(), initial, cf.value().cp, ca.info));
+        broke = true;
+      }
+      a.info.clear();
+      ASSERT_FALSE(code.value().Write(a.info));
+    }
+  }
+  ASSERT_TRUE(broke);
+  WriteBytes(tmp / "classes/lbtest/Recursion.class", cf.value().Write());
+  { std::ofstream(tmp / "list.txt") << "lbtest.Recursion\n"; }
+  auto [rc, out] = Shell(std::string(LOOKBACK_JAVA) + " -Xverify:all -cp " + LOOKBACK_JVM_CLASSES + " lbtest.LinkAll " +
+                         (tmp / "list.txt").string() + " " + (tmp / "classes").string());
+  EXPECT_NE(out.find("VERIFY lbtest.Recursion"), std::string::npos) << out;
+}
+
+TEST(JvmPrograms, ThirdPartyJarsPassVerificationWhenRewritten) {
+  if (!HaveJava()) GTEST_SKIP() << "no javac/java";
+  struct Jar {
+    std::string path, deps;
+  };
+  std::vector<Jar> jars = {
+      {"/usr/share/java/guava.jar",
+       "/usr/share/java/failureaccess.jar /usr/share/java/jsr305.jar /usr/share/java/error_prone_annotations.jar"},
+      {"/usr/share/java/commons-lang3.jar", ""},
+  };
+  size_t checked = 0;
+  for (const auto& jar : jars) {
+    if (!fs::exists(jar.path)) {
+      std::printf("%s missing (scripts/install-deps.sh installs it)\n", jar.path.c_str());
+      continue;
+    }
+    std::string name = fs::path(jar.path).stem().string();
+    fs::path tmp = TmpDir(name);
+    fs::path in = tmp / "in", out = tmp / "out";
+    fs::create_directories(in);
+    auto [rc, msg] = Shell("cd " + in.string() + " && " + LOOKBACK_JAR + " xf " + jar.path);
+    ASSERT_EQ(rc, 0) << msg;
+    fs::remove_all(in / "META-INF" / "versions");  // multi-release variants: not on this loader's path
+    Stats st = RewriteTree(in, out, "lbtest/Probe", 1);
+    std::printf("%s: %s\n", name.c_str(), st.Summary().c_str());
+    for (const auto& e : st.error_messages) std::printf("  not rewritten: %s\n", e.c_str());
+    for (const auto& m : st.malformed) ADD_FAILURE() << "skipped as malformed: " << m;
+    EXPECT_EQ(st.errors, 0u);
+    EXPECT_GT(st.traced, 1000u);
+    // Every class by name, linked under -Xverify:all, original and rewritten.
+    std::ofstream list(tmp / "classes.txt");
+    for (const auto& p : ClassFiles(in)) {
+      std::string rel = fs::relative(p, in).replace_extension().string();
+      if (rel.find("META-INF") == 0 || rel.ends_with("module-info") || rel.ends_with("package-info")) continue;
+      std::replace(rel.begin(), rel.end(), '/', '.');
+      list << rel << "\n";
+    }
+    list.close();
+    std::string deps;
+    for (std::istringstream ds(jar.deps); ds >> name;)
+      if (fs::exists(name)) deps += " " + name;
+    std::string cmd = std::string(LOOKBACK_JAVA) + " -Xverify:all -XX:-UseSharedSpaces -cp " + LOOKBACK_JVM_CLASSES +
+                      " lbtest.LinkAll " + (tmp / "classes.txt").string() + " ";
+    auto [rc0, base] = Shell(cmd + in.string() + deps);
+    auto [rc1, got] = Shell(cmd + out.string() + deps);
+    ASSERT_EQ(rc0, 0) << base;
+    ASSERT_EQ(rc1, 0) << got;
+    auto base_lines = Lines(base), got_lines = Lines(got);
+    std::printf("  original:  %s\n  rewritten: %s\n", base_lines.back().c_str(), got_lines.back().c_str());
+    for (const auto& l : got_lines)
+      if (l.rfind("VERIFY", 0) == 0) ADD_FAILURE() << l;
+    EXPECT_EQ(got_lines.back(), base_lines.back());
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
+}
+
+TEST(JvmPrograms, AllOfJavaBaseRewritesAndBootsUnderXverifyAll) {
+  if (!HaveJava() || std::string(LOOKBACK_JIMAGE).empty()) GTEST_SKIP() << "no JDK";
+  fs::path tmp = TmpDir("javabase");
+  fs::path modules = fs::path(LOOKBACK_JAVA).parent_path() / ".." / "lib" / "modules";
+  if (!fs::exists(modules)) modules = "/usr/lib/jvm/java-17-openjdk-amd64/lib/modules";
+  auto [rc, msg] = Shell(std::string(LOOKBACK_JIMAGE) + " extract --dir " + (tmp / "img").string() +
+                       " --include regex:/java.base/.* " + fs::canonical(modules).string());
+  ASSERT_EQ(rc, 0) << msg;
+  fs::path in = tmp / "img" / "java.base", out = tmp / "patch";
+  Stats st = RewriteTree(in, out, "java/lang/LookbackProbe", 1);
+  std::printf("java.base: %s\n", st.Summary().c_str());
+  for (const auto& e : st.error_messages) std::printf("  not rewritten: %s\n", e.c_str());
+  for (const auto& m : st.malformed) ADD_FAILURE() << "skipped as malformed: " << m;
+  EXPECT_EQ(st.errors, 0u);
+  EXPECT_GT(st.changed, 5000u);
+  EXPECT_GT(st.skipped[SkipReason::kIntrinsicCandidate], 100u);
+  fs::copy(fs::path(LOOKBACK_JVM_BASE_PROBE) / "java", out / "java", fs::copy_options::recursive |
+                                                                          fs::copy_options::overwrite_existing);
+  fs::remove(out / "module-info.class");
+  std::ofstream list(tmp / "classes.txt");
+  for (const auto& p : ClassFiles(in)) {
+    std::string rel = fs::relative(p, in).replace_extension().string();
+    if (rel.ends_with("module-info")) continue;
+    std::replace(rel.begin(), rel.end(), '/', '.');
+    list << rel << "\n";
+  }
+  list.close();
+  // Every java.base class loaded from the patch and linked by the boot loader
+  // under -Xverify:all; the JVM itself boots and runs on rewritten java.base.
+  std::string cmd = std::string(LOOKBACK_JAVA) + " -Xverify:all -XX:-UseSharedSpaces -cp " + LOOKBACK_JVM_CLASSES +
+                    " lbtest.LinkAll " + (tmp / "classes.txt").string() + " boot";
+  auto [rc0, base] = Shell(std::string(LOOKBACK_JAVA) + " --patch-module java.base=" + LOOKBACK_JVM_BASE_PROBE +
+                         cmd.substr(std::string(LOOKBACK_JAVA).size()));
+  auto [rc1, got] = Shell(std::string(LOOKBACK_JAVA) + " --patch-module java.base=" + out.string() +
+                        cmd.substr(std::string(LOOKBACK_JAVA).size()));
+  ASSERT_EQ(rc0, 0) << base;
+  ASSERT_EQ(rc1, 0) << got;
+  auto base_lines = Lines(base), got_lines = Lines(got);
+  std::printf("  original:  %s\n  rewritten: %s\n", base_lines.back().c_str(), got_lines.back().c_str());
+  for (const auto& l : got_lines)
+    if (l.rfind("VERIFY", 0) == 0) ADD_FAILURE() << l;
+  // Same classes link; and the probes ran.
+  EXPECT_EQ(got_lines.back().substr(0, got_lines.back().find(" probe-")),
+            base_lines.back().substr(0, base_lines.back().find(" probe-")));
+  // The probes ran, balanced: what is entered and not yet exited is the few
+  // frames active (on all threads) while LinkAll reads the counts.
+  long long enters = 0, exits = 0;
+  ASSERT_EQ(std::sscanf(got_lines.back().c_str() + got_lines.back().find("probe-"), "probe-enters %lld probe-exits %lld",
+                        &enters, &exits),
+            2);
+  EXPECT_GT(enters, 1000000);
+  EXPECT_GE(enters, exits);
+  EXPECT_LT(enters - exits, 200);
+}
+
+}  // namespace

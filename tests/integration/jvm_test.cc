@@ -274,7 +274,36 @@ TEST(JvmDump, DumpCommandAndDumpSignalWorkOnARunningJvm) {
   EXPECT_EQ(reasons, (std::set<std::string>{"asked by the test", "signal Power failure", "exit"}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("listener"),
+// Listener mode (JVMTI events) and inline mode (compiled-in probes) record
+// the same calls, every CallTree method included (those the program does not
+// log itself too: the lambda, next(), Boom's constructor).
+TEST(JvmModesAgree, ListenerAndInlineRecordTheSameCalls) {
+  REQUIRE_JVM();
+  const JvmRun inl = RecordCallTree("jvm-agree-inline", "inline", 2, 100);
+  const JvmRun lis = RecordCallTree("jvm-agree-listener", "listener", 2, 100);
+  ASSERT_FALSE(inl.dump.empty()) << inl.result.err;
+  ASSERT_FALSE(lis.dump.empty()) << lis.result.err;
+  auto all_calltree = [](const std::string& dump) {
+    const format::Dump d = MustOpen(dump);
+    std::set<std::string> methods;
+    for (const auto& [key, name] : d.names) {
+      if (name.find(" CallTree") != std::string::npos) methods.insert(name);
+    }
+    return RecordedEvents(dump, methods);
+  };
+  const Threads a = all_calltree(inl.dump), b = all_calltree(lis.dump);
+  ASSERT_EQ(a.size(), b.size());
+  size_t compared = 0;
+  for (const auto& [thread, evs] : a) {
+    ASSERT_TRUE(b.count(thread)) << thread;
+    ASSERT_EQ(evs.size(), b.at(thread).size()) << thread;
+    for (size_t i = 0; i < evs.size(); ++i) ASSERT_EQ(evs[i], b.at(thread)[i]) << thread << " event " << i;
+    compared += evs.size();
+  }
+  EXPECT_GT(compared, 1000u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("inline", "listener"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace

@@ -170,8 +170,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     Say("cannot define java.lang.LookbackProbe: inline mode is off (run with mode=listener)");
     return false;
   }
-  if (!RegisterProbeNatives(jni, probe)) {
-    jni->ExceptionClear();
+  if (!LinkProbeNatives(jni, probe)) {
     Say("cannot bind java.lang.LookbackProbe's natives: inline mode is off");
     return false;
   }

@@ -26,8 +26,8 @@ extern RuntimeApi g_runtime;
 // LB_METHOD_KEY (lookback.h): method ids live above every native address.
 inline uint64_t MethodKey(uint32_t id) { return uint64_t{1} << 55 | id; }
 
-// Binds java.lang.LookbackProbe.enterNative/exitNative (natives.cc).
-bool RegisterProbeNatives(JNIEnv* jni, jclass probe);
+// Links java.lang.LookbackProbe.enterNative/exitNative (natives.cc).
+bool LinkProbeNatives(JNIEnv* jni, jclass probe);
 
 // What the rewriter did, for the dump's "jvm" note (`lookback info`).
 struct AgentStats {

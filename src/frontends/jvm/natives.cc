@@ -2,7 +2,7 @@
 // inlined Java probe enters the recorder.
 //
 // HotSpot 17 calls a critical native (JavaCritical_<class>_<method>, looked
-// up by name in the library that holds the registered JNI entry) from
+// up by name in the library that holds the JNI entry) from
 // compiled code without the JNI transition when -XX:+CriticalJNINatives is on
 // (`lookback record` adds it; JDK 18 removed the flag): that is the cheapest
 // call from Java into C++ the JVM offers, measured in docs/jvm.md. The
@@ -17,33 +17,45 @@ using lookback::jvm::MethodKey;
 extern "C" {
 
 JNIEXPORT void JNICALL Java_java_lang_LookbackProbe_enterNative(JNIEnv*, jclass, jint id) {
-  g_runtime.enter(MethodKey(static_cast<uint32_t>(id)));
+  if (id != 0) g_runtime.enter(MethodKey(static_cast<uint32_t>(id)));
 }
 
 JNIEXPORT void JNICALL Java_java_lang_LookbackProbe_exitNative(JNIEnv*, jclass, jint id) {
-  g_runtime.exit(MethodKey(static_cast<uint32_t>(id)));
+  if (id != 0) g_runtime.exit(MethodKey(static_cast<uint32_t>(id)));
 }
 
 JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_enterNative(jint id) {
-  g_runtime.enter(MethodKey(static_cast<uint32_t>(id)));
+  if (id != 0) g_runtime.enter(MethodKey(static_cast<uint32_t>(id)));
 }
 
 JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_exitNative(jint id) {
-  g_runtime.exit(MethodKey(static_cast<uint32_t>(id)));
+  if (id != 0) g_runtime.exit(MethodKey(static_cast<uint32_t>(id)));
 }
 
 }  // extern "C"
 
 namespace lookback::jvm {
 
-bool RegisterProbeNatives(JNIEnv* jni, jclass probe) {
-  JNINativeMethod methods[] = {
-      {const_cast<char*>("enterNative"), const_cast<char*>("(I)V"),
-       reinterpret_cast<void*>(&Java_java_lang_LookbackProbe_enterNative)},
-      {const_cast<char*>("exitNative"), const_cast<char*>("(I)V"),
-       reinterpret_cast<void*>(&Java_java_lang_LookbackProbe_exitNative)},
-  };
-  return jni->RegisterNatives(probe, methods, 2) == JNI_OK;
+// HotSpot finds a boot class's natives in the JVMTI agents' libraries by
+// their JNI names (then the critical entry in the same library), so nothing
+// is registered: RegisterNatives on a java.base class makes JDK 17 warn. The
+// lookup happens at the first call; make that call now, with id 0 (never a
+// method: ids start at 1, and the natives ignore it), so a failure is seen
+// here rather than as an UnsatisfiedLinkError in every traced method.
+bool LinkProbeNatives(JNIEnv* jni, jclass probe) {
+  for (const char* name : {"enterNative", "exitNative"}) {
+    jmethodID m = jni->GetStaticMethodID(probe, name, "(I)V");
+    if (m == nullptr) {
+      jni->ExceptionClear();
+      return false;
+    }
+    jni->CallStaticVoidMethod(probe, m, 0);
+    if (jni->ExceptionCheck()) {
+      jni->ExceptionClear();
+      return false;
+    }
+  }
+  return true;
 }
 
 void AgentStats::Count(const RewriteResult& r) {

@@ -9,12 +9,30 @@
 // arena of the control thread, say), the wait times out and the crash goes
 // on without a dump: a crash is never turned into a hang.
 //
-// Chaining: the previous disposition is put back; a previous handler is
-// called with the original arguments; under the default action a fault
-// raised by the CPU re-executes the faulting instruction on return (so the
-// kernel reports the same signal, address and core dump), and a signal sent
-// by abort()/kill()/raise() is raised again.
+// Handlers installed before lookback (a sanitizer's, a launcher's) are
+// chained to after the dump, as before: the previous disposition is put
+// back; a previous handler is called with the original arguments; under the
+// default action a fault raised by the CPU re-executes the faulting
+// instruction on return (so the kernel reports the same signal, address and
+// core dump), and a signal sent by abort()/kill()/raise() is raised again.
+//
+// Handlers the program installs after lookback started do not replace
+// lookback's: sigaction() and signal() are interposed (below), the
+// program's handler is recorded and reported back to it by sigaction(sig,
+// NULL, &old), and lookback's handler stays installed. On such a signal the
+// program's handler runs FIRST, with its own flags and mask:
+//   - if it returns, the signal was handled (a JVM's implicit null check, a
+//     guard page, a fixed-up context): no dump; a fault that was not fixed
+//     comes back, and then the program's disposition decides again;
+//   - if it longjmps out, the program recovered: no dump;
+//   - if it ends the process — abort(), re-raising after resetting to
+//     SIG_DFL, exit() or _exit() (interposed below) — lookback dumps first.
+// So a program's own crash handler never hides its crash from lookback, and
+// lookback never dumps a fault the program handles as part of its work.
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -34,7 +52,17 @@ namespace {
 constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 constexpr int kCrashWaitMs = 10000;
 
-struct sigaction g_previous[NSIG];
+struct sigaction g_previous[NSIG];  // before lookback: chained to after the dump
+// Installed by the program after lookback (interposed sigaction/signal): run
+// first. Guarded by g_program_lock (a spinlock: sigaction may be called from
+// signal handlers).
+struct sigaction g_program[NSIG];
+bool g_program_set[NSIG];
+std::atomic<bool> g_installed{false};
+std::atomic_flag g_program_lock = ATOMIC_FLAG_INIT;
+// The crash signal whose program handler is running on this thread (0: none):
+// exit()/_exit() called from it end the process because of that crash.
+__thread int t_in_program_handler __attribute__((tls_model("initial-exec"))) = 0;
 std::atomic<int> g_crash_state{0};  // 0 none, 1 waiting for the control thread, 2 dumped
 std::atomic<int> g_crash_signal{0};
 std::atomic<uint32_t> g_crash_tid{0};
@@ -56,7 +84,7 @@ void WaitForDump() {
 
 void Chain(int sig, siginfo_t* info, void* context) {
   const struct sigaction& prev = g_previous[sig];
-  sigaction(sig, &prev, nullptr);
+  RealSigaction(sig, &prev, nullptr);
   if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
     prev.sa_sigaction(sig, info, context);
   } else if (prev.sa_handler == SIG_IGN) {
@@ -72,27 +100,108 @@ void Chain(int sig, siginfo_t* info, void* context) {
   // same signal again, now with the default action.
 }
 
-void OnCrash(int sig, siginfo_t* info, void* context) {
-  const int saved_errno = errno;
+bool IsCrashSignal(int sig) {
+  for (int s : kCrashSignals) {
+    if (s == sig) return true;
+  }
+  return false;
+}
+
+struct ProgramLock {
+  ProgramLock() {
+    while (g_program_lock.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  ~ProgramLock() { g_program_lock.clear(std::memory_order_release); }
+};
+
+// Runs the program's own handler for `sig` as the kernel would have: its
+// mask (plus `sig` unless SA_NODEFER) while it runs, SA_RESETHAND honoured.
+// False if the program has none (default or ignore).
+bool RunProgramHandler(int sig, siginfo_t* info, void* context) {
+  struct sigaction prog;
+  {
+    ProgramLock lock;
+    if (!g_program_set[sig]) return false;
+    prog = g_program[sig];
+    if (prog.sa_handler == SIG_DFL || prog.sa_handler == SIG_IGN) return false;
+    if (prog.sa_flags & SA_RESETHAND) {
+      g_program[sig] = {};
+      g_program[sig].sa_handler = SIG_DFL;
+    }
+  }
+  sigset_t mask = prog.sa_mask, old;
+  if (prog.sa_flags & SA_NODEFER) {
+    sigset_t self;
+    sigemptyset(&self);
+    sigaddset(&self, sig);
+    pthread_sigmask(SIG_UNBLOCK, &self, nullptr);
+  } else {
+    sigaddset(&mask, sig);
+  }
+  pthread_sigmask(SIG_BLOCK, &mask, &old);
+  const int outer = t_in_program_handler;
+  t_in_program_handler = sig;
+  if (prog.sa_flags & SA_SIGINFO) {
+    prog.sa_sigaction(sig, info, context);
+  } else {
+    prog.sa_handler(sig);
+  }
+  t_in_program_handler = outer;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return true;
+}
+
+// Wakes the control thread for a crash dump of `sig` and waits for it.
+void DumpCrash(int sig, siginfo_t* info) {
   const uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
   const bool traced = R().any_traced.load(std::memory_order_relaxed);
   const int wake = CrashWakeFd();
-  if (traced && wake >= 0 && tid != ControlThreadTid()) {
-    int expected = 0;
-    if (g_crash_state.compare_exchange_strong(expected, 1)) {
-      g_crash_signal.store(sig);
-      g_crash_tid.store(tid);
-      g_crash_tsc.store(__rdtsc());
-      g_crash_addr.store(info ? reinterpret_cast<uint64_t>(info->si_addr) : 0);
-      lb_tls_ring = nullptr;  // the chained handler's calls would land after the snapshot anyway
-      uint64_t one = 1;
-      ssize_t ignored = write(wake, &one, sizeof one);
-      (void)ignored;
-    }
-    // Every crashing thread waits: the first one's dump must not be cut short
-    // by a second thread's default action killing the process.
-    WaitForDump();
+  if (!traced || wake < 0 || tid == ControlThreadTid()) return;
+  int expected = 0;
+  if (g_crash_state.compare_exchange_strong(expected, 1)) {
+    g_crash_signal.store(sig);
+    g_crash_tid.store(tid);
+    g_crash_tsc.store(__rdtsc());
+    g_crash_addr.store(info ? reinterpret_cast<uint64_t>(info->si_addr) : 0);
+    lb_tls_ring = nullptr;  // the chained handler's calls would land after the snapshot anyway
+    uint64_t one = 1;
+    ssize_t ignored = write(wake, &one, sizeof one);
+    (void)ignored;
   }
+  // Every crashing thread waits: the first one's dump must not be cut short
+  // by a second thread's default action killing the process.
+  WaitForDump();
+}
+
+void OnCrash(int sig, siginfo_t* info, void* context) {
+  const int saved_errno = errno;
+  if (RunProgramHandler(sig, info, context)) {  // it returned: handled (see the file comment)
+    errno = saved_errno;
+    return;
+  }
+  bool ignored_fault = false;
+  {
+    ProgramLock lock;
+    ignored_fault = g_program_set[sig] && g_program[sig].sa_handler == SIG_IGN;
+  }
+  if (ignored_fault && info != nullptr && info->si_code <= 0) {  // a sent signal the program ignores
+    errno = saved_errno;
+    return;
+  }
+  if (g_program_set[sig]) {
+    // The program's disposition is the default (or ignore, which the kernel
+    // turns into the default for a CPU fault): dump, then die of it.
+    DumpCrash(sig, info);
+    struct sigaction dfl{};
+    dfl.sa_handler = SIG_DFL;
+    RealSigaction(sig, &dfl, nullptr);
+    if (info == nullptr || info->si_code <= 0) syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+    errno = saved_errno;
+    return;
+  }
+  errno = saved_errno;
+  DumpCrash(sig, info);
   errno = saved_errno;
   Chain(sig, info, context);
 }
@@ -101,6 +210,7 @@ void OnCrash(int sig, siginfo_t* info, void* context) {
 
 void InstallCrashHandlers() {
   g_done_fd.store(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  InstallAltStack();  // the initialising thread; others in ThreadInit
   struct sigaction sa{};
   sa.sa_sigaction = OnCrash;
   sigemptyset(&sa.sa_mask);
@@ -108,8 +218,144 @@ void InstallCrashHandlers() {
   // overflows) keeps using it. SA_RESETHAND is not used: Chain() restores
   // exactly the previous disposition, flags included.
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-  for (int sig : kCrashSignals) sigaction(sig, &sa, &g_previous[sig]);
+  for (int sig : kCrashSignals) RealSigaction(sig, &sa, &g_previous[sig]);
+  g_installed.store(true, std::memory_order_release);
 }
+
+// ---- alternate signal stacks ------------------------------------------------
+
+namespace {
+// A stack overflow faults with the thread's stack exhausted: the handler can
+// only run on an alternate stack. Each traced thread gets one unless the
+// program set its own (sigaltstack is per thread). The handler itself needs
+// little (it waits for the control thread, which writes the dump); the
+// program's own handler may run on it too, hence more than MINSIGSTKSZ.
+constexpr size_t kAltStackBytes = 64 * 1024;
+__thread void* t_alt_stack __attribute__((tls_model("initial-exec"))) = nullptr;
+}  // namespace
+
+void InstallAltStack() {
+  if (t_alt_stack != nullptr) return;
+  stack_t old{};
+  if (sigaltstack(nullptr, &old) != 0 || (old.ss_flags & SS_DISABLE) == 0) return;  // the program's own
+  const size_t bytes = kAltStackBytes + 4096;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (mem == MAP_FAILED) return;
+  mprotect(mem, 4096, PROT_NONE);  // a guard page below: an overflowing handler faults instead of scribbling
+  stack_t st{};
+  st.ss_sp = static_cast<char*>(mem) + 4096;
+  st.ss_size = kAltStackBytes;
+  if (sigaltstack(&st, nullptr) != 0) {
+    munmap(mem, bytes);
+    return;
+  }
+  t_alt_stack = mem;
+}
+
+void RemoveAltStack() {
+  if (t_alt_stack == nullptr) return;
+  stack_t cur{};
+  // Only if it is still ours and not in use (a thread exiting from a handler).
+  if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == static_cast<char*>(t_alt_stack) + 4096 &&
+      (cur.ss_flags & SS_ONSTACK) == 0) {
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+    munmap(t_alt_stack, kAltStackBytes + 4096);
+  }
+  t_alt_stack = nullptr;
+}
+
+// ---- the program's sigaction/signal -----------------------------------------
+
+int RealSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  using Fn = int (*)(int, const struct sigaction*, struct sigaction*);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "sigaction"));
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return real(sig, act, old);
+}
+
+// sigaction() as the program sees it once lookback's crash handlers are in:
+// for a crash signal, what it installs is recorded and run first by OnCrash,
+// and what it reads back is what it installed.
+int ProgramSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (!g_installed.load(std::memory_order_acquire) || sig <= 0 || sig >= NSIG || !IsCrashSignal(sig)) {
+    return RealSigaction(sig, act, old);
+  }
+  ProgramLock lock;
+  if (old != nullptr) {
+    if (g_program_set[sig]) {
+      *old = g_program[sig];
+    } else {
+      *old = g_previous[sig];  // what was there before lookback
+    }
+  }
+  if (act != nullptr) {
+    g_program[sig] = *act;
+    g_program_set[sig] = true;
+  }
+  return 0;
+}
+
+void ExitFromProgramHandler() {
+  const int sig = t_in_program_handler;
+  if (sig != 0) DumpCrash(sig, nullptr);
+}
+
+}  // namespace lookback::rt
+
+using namespace lookback::rt;
+
+extern "C" {
+
+__attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act,
+                                                    struct sigaction* old) noexcept {
+  return ProgramSigaction(sig, act, old);
+}
+
+__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) noexcept {
+  if (!g_installed.load(std::memory_order_acquire) || sig <= 0 || sig >= NSIG || !IsCrashSignal(sig)) {
+    using Fn = sighandler_t (*)(int, sighandler_t);
+    static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "signal"));
+    return real != nullptr ? real(sig, handler) : SIG_ERR;
+  }
+  // glibc's signal(): BSD semantics (SA_RESTART, the handler stays installed).
+  struct sigaction act{}, old{};
+  act.sa_handler = handler;
+  sigemptyset(&act.sa_mask);
+  act.sa_flags = SA_RESTART;
+  ProgramSigaction(sig, &act, &old);
+  return old.sa_handler;
+}
+
+// A program's crash handler that ends the process with exit()/_exit() ends
+// it because of the crash: dump first.
+__attribute__((visibility("default"), noreturn)) void _exit(int status) noexcept {
+  ExitFromProgramHandler();
+  using Fn = void (*)(int);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "_exit"));
+  if (real != nullptr) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status) noexcept { _exit(status); }
+
+__attribute__((visibility("default"), noreturn)) void exit(int status) noexcept {
+  ExitFromProgramHandler();
+  using Fn = void (*)(int);
+  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "exit"));
+  if (real != nullptr) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+}  // extern "C"
+
+namespace lookback::rt {
 
 int CrashWakeFd() { return ControlWakeFd(); }
 

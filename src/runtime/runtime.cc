@@ -178,6 +178,7 @@ Ring* ThreadInit() {
     return nullptr;
   }
   pthread_setspecific(g_exit_key, r);
+  if (rt.config.crash) InstallAltStack();
   rt.any_traced.store(true, std::memory_order_relaxed);
   tls_status = kStatusTracing;
   tls_own_ring = r;
@@ -192,6 +193,7 @@ void OnThreadExit(void* arg) {
   tls_status = kStatusExited;
   tls_own_ring = nullptr;
   if (r == nullptr) return;
+  RemoveAltStack();
   StopThreadSampling(r);
   if (r->given_name[0] != '\0') {
     memcpy(r->exit_name, r->given_name, sizeof r->exit_name - 1);  // RingName prefers given_name anyway

@@ -54,6 +54,12 @@ uint64_t DetectorTick() __attribute__((no_instrument_function));
 
 // Crash capture (crash.cc).
 void InstallCrashHandlers() __attribute__((no_instrument_function));
+// The calling thread's alternate signal stack (for stack overflows), unless
+// the program set one; removed at thread exit if it is still ours.
+void InstallAltStack() __attribute__((no_instrument_function));
+void RemoveAltStack() __attribute__((no_instrument_function));
+// glibc's sigaction, past lookback's interposition (crash.cc).
+int RealSigaction(int sig, const struct sigaction* act, struct sigaction* old) __attribute__((no_instrument_function));
 // Control thread: a crash is waiting to be dumped (then CrashDumpDone()).
 bool CrashPending(Trigger* t) __attribute__((no_instrument_function));
 void CrashDumpDone() __attribute__((no_instrument_function));

@@ -173,8 +173,10 @@ TEST(Process, ForkChildWritesItsOwnDump) {
   }
 }
 
-TEST(Process, ExecWritesADumpBeforeTheImageIsReplaced) {
-  Outcome o = Record("exec", {Program("lifecycle-gcc"), "exec"});
+class Exec : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Exec, WritesADumpBeforeTheImageIsReplaced) {
+  Outcome o = Record(std::string("exec-") + GetParam(), {Program("lifecycle-gcc"), "exec", GetParam()});
   ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
   ASSERT_EQ(o.dumps.size(), 2u) << o.run.err;
   std::set<std::string> reasons;
@@ -188,6 +190,9 @@ TEST(Process, ExecWritesADumpBeforeTheImageIsReplaced) {
   }
   EXPECT_EQ(reasons, (std::set<std::string>{"exec", "exit"}));
 }
+
+INSTANTIATE_TEST_SUITE_P(Calls, Exec, ::testing::Values("execv", "execl", "execlp", "execle"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 class NonLocalExits : public ::testing::TestWithParam<const char*> {};
 

@@ -361,6 +361,66 @@ INSTANTIATE_TEST_SUITE_P(Kinds, Crash,
                            return n;
                          });
 
+// A program that installs its own SIGSEGV handler after lookback started
+// (crash.cc: its handler runs first; lookback dumps when it ends the process).
+struct OwnHandlerCase {
+  const char* how;
+  int exit_code;  // 128 + signal, or the status it exits with
+};
+
+class CrashOwnHandler : public ::testing::TestWithParam<OwnHandlerCase> {};
+
+TEST_P(CrashOwnHandler, TheProgramsHandlerRunsAndItsCrashIsStillDumped) {
+  const OwnHandlerCase c = GetParam();
+  Outcome o = RunTriggers(std::string("own-handler-") + c.how, {"own-handler", c.how}, {kLetSignalsThrough}, 30);
+  EXPECT_EQ(o.run.exit_code, c.exit_code) << o.run.err;
+  EXPECT_NE(o.run.err.find("handler ran"), std::string::npos) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u) << o.run.err;
+  format::Dump d = MustOpen(o.dumps[0]);
+  ASSERT_TRUE(d.trigger.has_value());
+  EXPECT_EQ(d.trigger->detector, "crash");
+  const format::ThreadInfo* crasher = FindThread(d, "crasher");
+  ASSERT_NE(crasher, nullptr);
+  EXPECT_EQ(d.trigger->tid, crasher->tid);
+  const auto stack = OpenStack(Calls(d, *crasher));
+  EXPECT_TRUE(InOrder(stack, {"crash_outer", "crash_middle", "crash_here"})) << Join(stack);
+}
+
+INSTANTIATE_TEST_SUITE_P(How, CrashOwnHandler,
+                         ::testing::Values(OwnHandlerCase{"abort", 128 + SIGABRT},
+                                           OwnHandlerCase{"reraise", 128 + SIGSEGV}, OwnHandlerCase{"exit", 3}),
+                         [](const auto& info) { return std::string(info.param.how); });
+
+TEST(CrashOwnHandler, AHandlerThatRecoversGetsNoDumpAndTheProgramRunsOn) {
+  Outcome o = RunTriggers("own-handler-recover", {"own-handler", "recover"}, {kLetSignalsThrough}, 30);
+  EXPECT_EQ(o.run.exit_code, 0) << o.run.err;
+  EXPECT_NE(o.run.err.find("handler ran"), std::string::npos) << o.run.err;
+  EXPECT_NE(o.run.out.find("recovered"), std::string::npos) << o.run.out;
+  EXPECT_TRUE(o.dumps.empty()) << "a fault the program handles is not a crash";
+}
+
+TEST(CrashOwnHandler, SigactionGivesTheProgramBackItsOwnHandler) {
+  Outcome o = RunTriggers("own-handler-query", {"own-handler", "query"}, {kLetSignalsThrough}, 30);
+  EXPECT_EQ(o.run.exit_code, 0) << o.run.err;
+  EXPECT_NE(o.run.out.find("query ok"), std::string::npos) << o.run.out << o.run.err;
+}
+
+// lookback gives each traced thread an alternate signal stack, so a stack
+// overflow, whose handler cannot run on the exhausted stack, is dumped too.
+TEST(CrashStackOverflow, IsDumpedWithTheRecursionInIt) {
+  if (LOOKBACK_TEST_SANITIZED) GTEST_SKIP() << "ASan reports stack overflows itself";
+  Outcome o = RunTriggers("stack-overflow", {"stack-overflow"}, {kLetSignalsThrough}, 60);
+  EXPECT_EQ(o.run.exit_code, 128 + SIGSEGV) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u) << o.run.err;
+  format::Dump d = MustOpen(o.dumps[0]);
+  ASSERT_TRUE(d.trigger.has_value());
+  EXPECT_EQ(d.trigger->detector, "crash");
+  EXPECT_EQ(static_cast<int>(d.trigger->signal), SIGSEGV);
+  const format::ThreadInfo* crasher = FindThread(d, "crasher");
+  ASSERT_NE(crasher, nullptr);
+  EXPECT_GE(Named(Calls(d, *crasher), "recurse_forever").size(), 1000u);
+}
+
 TEST(CrashRepeated, AHundredSegfaultsLeaveAHundredCrashDumps) {
   const std::string dir = FreshDir("crash-100");
   const auto t0 = std::chrono::steady_clock::now();

@@ -8,7 +8,8 @@
 //   lifecycle sleep MS          one call that lasts MS milliseconds
 //   lifecycle wait SECONDS      calls tick() every 10 ms; prints "ready PID"
 //   lifecycle named-workers     threads that rename themselves worker-1, worker-2, other
-//   lifecycle exec              calls parent_work, then execs itself as `lifecycle short-threads 1`
+//   lifecycle exec [HOW]        calls parent_work, then execs itself as `lifecycle short-threads 1`
+//                               with HOW: execv (default) | execl | execlp | execle
 //   lifecycle given-names       threads named with lb_thread_set_name (longer than the kernel's 15
 //                               bytes), one renamed after it started tracing
 #include <pthread.h>
@@ -194,8 +195,17 @@ int main(int argc, char** argv) {
   } else if (mode_is("exec")) {
     parent_work();
     char* args[] = {argv[0], const_cast<char*>("short-threads"), const_cast<char*>("1"), nullptr};
-    execv("/proc/self/exe", args);
-    perror("execv");
+    const char* how = argc > 2 ? argv[2] : "execv";
+    if (strcmp(how, "execl") == 0) {
+      execl("/proc/self/exe", argv[0], "short-threads", "1", (char*)nullptr);
+    } else if (strcmp(how, "execlp") == 0) {
+      execlp("/proc/self/exe", argv[0], "short-threads", "1", (char*)nullptr);
+    } else if (strcmp(how, "execle") == 0) {
+      execle("/proc/self/exe", argv[0], "short-threads", "1", (char*)nullptr, environ);
+    } else {
+      execv("/proc/self/exe", args);
+    }
+    perror(how);
     return 1;
   } else if (mode_is("given-names")) {
     std::thread a(GivenNameThread, "pool-1-thread-1-with-a-long-name", nullptr),

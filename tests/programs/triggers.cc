@@ -13,6 +13,13 @@
 //                               1 s of fast ones
 //   triggers crash KIND         thread "crasher": crash_outer > crash_middle > crash_here, which
 //                               crashes: segv | abort | fpe | ill | bus-or-segv
+//   triggers own-handler HOW    main installs its own SIGSEGV handler (after lookback started), then
+//                               thread "crasher" segfaults in crash_here; the handler prints
+//                               "handler ran" and then HOW: abort | reraise (SIG_DFL + raise) |
+//                               exit (_exit(3)) | recover (siglongjmp back, the program runs on and
+//                               prints "recovered") | query (prints "query ok" if sigaction(NULL)
+//                               gives back its own handler, then _exit(0) without crashing)
+//   triggers stack-overflow     thread "crasher" recurses in recurse_forever() until its stack ends
 //   triggers storm N            N scopes "frame" of 30 ms each (sleeping in storm_work), 1 ms apart;
 //                               prints elapsed_ms=
 //   triggers explicit-storm N   N times: ~20 ms of pulses (~2000 records), then lb_dump("explicit-storm")
@@ -26,6 +33,8 @@
 // Every frame function is noinline, noclone and C++ (demangled names carry
 // their parameter lists), so name globs are matched as users would write them.
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -195,6 +204,31 @@ NOINLINE void crash_outer(int kind) {
   mix(3);
   crash_middle(kind);
   g_sink = g_sink + 1;
+}
+
+// ---- the program's own crash handler, stack overflow --------------------------
+
+const char* g_how = "";
+sigjmp_buf g_recover;
+
+NOINST void OwnSegvHandler(int sig, siginfo_t*, void*) {
+  const char msg[] = "handler ran\n";
+  ssize_t ignored = write(2, msg, sizeof msg - 1);
+  (void)ignored;
+  if (strcmp(g_how, "abort") == 0) abort();
+  if (strcmp(g_how, "reraise") == 0) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  if (strcmp(g_how, "recover") == 0) siglongjmp(g_recover, 1);
+  _exit(3);
+}
+
+NOINLINE int recurse_forever(int depth) {
+  volatile char pad[256];
+  pad[0] = static_cast<char>(depth);
+  return recurse_forever(depth + 1) + pad[0];
 }
 
 // ---- storms ----------------------------------------------------------------
@@ -376,6 +410,41 @@ int main(int argc, char** argv) {
     });
     t.join();
     fprintf(stderr, "crash %s did not crash\n", sarg);
+    return 3;
+  } else if (mode_is("own-handler")) {
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    g_how = sarg;
+    struct sigaction sa {};
+    sa.sa_sigaction = OwnSegvHandler;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, nullptr);
+    if (strcmp(sarg, "query") == 0) {
+      struct sigaction back {};
+      sigaction(SIGSEGV, nullptr, &back);
+      if ((back.sa_flags & SA_SIGINFO) && back.sa_sigaction == OwnSegvHandler) printf("query ok\n");
+      return 0;
+    }
+    steady_unscoped_frames(2);
+    std::thread t([] {
+      NameThisThread("crasher");
+      run_frame(0, 0);
+      if (sigsetjmp(g_recover, 1) == 0) crash_outer(kSegv);
+      run_frame(0, 0);  // recovered: traced calls go on
+      printf("recovered\n");
+    });
+    t.join();
+    return 0;
+  } else if (mode_is("stack-overflow")) {
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    std::thread t([] {
+      NameThisThread("crasher");
+      run_frame(0, 0);
+      g_sink = static_cast<unsigned>(recurse_forever(0));
+    });
+    t.join();
     return 3;
   } else if (mode_is("storm")) {
     const int64_t start = NowNs();

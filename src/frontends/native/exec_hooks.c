@@ -1,10 +1,20 @@
 /* exec replaces the process image and with it every ring: when dumps at exit
  * are on (always under `lookback record`), write one first, with reason
- * "exec". Only the exec calls that reach the dynamic linker are seen (execve,
- * execv, execvp, execvpe); glibc's execl* family calls execve internally. */
+ * "exec". The calls that reach the dynamic linker are seen: execve, execv,
+ * execvp, execvpe, fexecve, and the execl family (execl, execlp, execle),
+ * which glibc implements by calling execve internally (not through the PLT),
+ * so they are interposed here too, turning their argument lists into argv.
+ *
+ * posix_spawn is not: it does not replace the caller's image (the caller
+ * runs on and keeps its rings), and the child it creates shares the caller's
+ * memory until its exec (CLONE_VM | CLONE_VFORK), where writing a dump would
+ * race with the caller. A spawned program under `lookback record` is traced
+ * on its own (LD_PRELOAD is inherited) and writes its own dumps. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <errno.h>
 #include <unistd.h>
 
 void lb_before_exec(void) __attribute__((no_instrument_function));
@@ -13,6 +23,7 @@ void lb_before_exec(void) __attribute__((no_instrument_function));
 
 typedef int (*execve_fn)(const char*, char* const[], char* const[]);
 typedef int (*execv_fn)(const char*, char* const[]);
+typedef int (*execve_fn2)(int, char* const[], char* const[]);
 
 LB_NOINST int execve(const char* path, char* const argv[], char* const envp[]) {
   static execve_fn real;
@@ -38,3 +49,64 @@ LB_NOINST int execvpe(const char* file, char* const argv[], char* const envp[]) 
 
 LB_EXECV(execv)
 LB_EXECV(execvp)
+
+LB_NOINST int fexecve(int fd, char* const argv[], char* const envp[]) {
+  static execve_fn2 real;
+  if (real == NULL) real = (execve_fn2)dlsym(RTLD_NEXT, "fexecve");
+  lb_before_exec();
+  return real(fd, argv, envp);
+}
+
+/* The execl family: at most LB_EXECL_MAX arguments (more is E2BIG, as a
+ * kernel with a small ARG_MAX would say). */
+#define LB_EXECL_MAX 4096
+
+#define LB_COLLECT_ARGS(first, ap, out, n)                         \
+  do {                                                             \
+    (out)[0] = (char*)(first);                                     \
+    (n) = 1;                                                       \
+    while ((n) < LB_EXECL_MAX && ((out)[(n)] = va_arg(ap, char*)) != NULL) ++(n); \
+  } while (0)
+
+LB_NOINST int execl(const char* path, const char* arg, ...) {
+  char* argv[LB_EXECL_MAX + 1];
+  int n;
+  va_list ap;
+  va_start(ap, arg);
+  LB_COLLECT_ARGS(arg, ap, argv, n);
+  va_end(ap);
+  if (n == LB_EXECL_MAX) {
+    errno = E2BIG;
+    return -1;
+  }
+  return execv(path, argv);
+}
+
+LB_NOINST int execlp(const char* file, const char* arg, ...) {
+  char* argv[LB_EXECL_MAX + 1];
+  int n;
+  va_list ap;
+  va_start(ap, arg);
+  LB_COLLECT_ARGS(arg, ap, argv, n);
+  va_end(ap);
+  if (n == LB_EXECL_MAX) {
+    errno = E2BIG;
+    return -1;
+  }
+  return execvp(file, argv);
+}
+
+LB_NOINST int execle(const char* path, const char* arg, ...) {
+  char* argv[LB_EXECL_MAX + 1];
+  int n;
+  va_list ap;
+  va_start(ap, arg);
+  LB_COLLECT_ARGS(arg, ap, argv, n);
+  char* const* envp = va_arg(ap, char* const*);
+  va_end(ap);
+  if (n == LB_EXECL_MAX) {
+    errno = E2BIG;
+    return -1;
+  }
+  return execve(path, argv, envp);
+}

@@ -21,6 +21,7 @@ struct DumpOptions {
   std::string reason = "lookback dump";
   double timeout_s = 60;
   std::string signal;
+  bool timings = false;
 };
 
 int Run(const DumpOptions& o) {
@@ -50,7 +51,7 @@ int Run(const DumpOptions& o) {
                 "or has not reached its first traced function yet"),
            kExitError;
   }
-  const std::string req = "DUMP " + o.reason + "\n";
+  const std::string req = (o.timings ? "TIMED-DUMP " : "DUMP ") + o.reason + "\n";
   if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     close(fd);
     return Fail(std::string("cannot send the request: ") + strerror(errno)), kExitError;
@@ -58,7 +59,14 @@ int Run(const DumpOptions& o) {
   std::string reply;
   char buf[512];
   const int timeout_ms = static_cast<int>(o.timeout_s * 1000);
-  while (reply.find('\n') == std::string::npos) {
+  // One line, or two with --timings ("OK <path>", "TIMING ..."); the
+  // process closes the connection after its answer.
+  auto complete = [&] {
+    const size_t nl = reply.find('\n');
+    if (nl == std::string::npos) return false;
+    return !o.timings || reply.rfind("OK ", 0) != 0 || reply.find('\n', nl + 1) != std::string::npos;
+  };
+  while (!complete()) {
     pollfd p{fd, POLLIN, 0};
     const int n = poll(&p, 1, timeout_ms);
     if (n == 0) {
@@ -71,9 +79,18 @@ int Run(const DumpOptions& o) {
   }
   close(fd);
   if (reply.rfind("OK ", 0) == 0) {
-    printf("%s", reply.substr(3).c_str());
+    const size_t nl = reply.find('\n');
+    printf("%s\n", reply.substr(3, nl - 3).c_str());
+    if (o.timings) {
+      const std::string rest = reply.substr(nl + 1);
+      if (rest.rfind("TIMING ", 0) != 0) return Fail("process " + std::to_string(o.pid) + " sent no timings"), kExitError;
+      fprintf(stderr, "timings: %s", rest.substr(7).c_str());
+    }
     return kExitOk;
   }
+  if (o.timings && reply == "ERR unknown request\n")
+    return Fail("process " + std::to_string(o.pid) + " runs an older lookback that cannot report timings: drop --timings"),
+           kExitError;
   if (reply.rfind("ERR ", 0) == 0) return Fail("process " + std::to_string(o.pid) + ": " + reply.substr(4, reply.size() - 5)), kExitError;
   return Fail("process " + std::to_string(o.pid) + " closed the connection without an answer"), kExitError;
 }
@@ -86,6 +103,9 @@ Runner SetupDump(CLI::App* sub) {
   sub->add_option("--reason", o->reason, "Why: stored in the dump")->capture_default_str();
   sub->add_option("--timeout", o->timeout_s, "Seconds to wait for the dump to be written")->capture_default_str();
   sub->add_option("--signal", o->signal, "Send this signal instead of using the control socket");
+  sub->add_flag("--timings", o->timings,
+                "Also print on stderr how long each phase of the dump took (queued, prepare, snapshot, encode, "
+                "write, fsync, rename, total; ns)");
   return [o] { return Run(*o); };
 }
 

@@ -269,6 +269,17 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
         if (!c.failed()) d.trigger = std::move(t);
         break;
       }
+      case SectionType::kMetadata: {
+        uint32_t n = 0;
+        c.U32(&n);
+        if (!c.failed() && n > c.remaining() / 8) return Error{"metadata count " + std::to_string(n) + " does not fit its section", body};
+        for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+          std::string key, value;
+          c.String(&key, "metadata key") && c.String(&value, "metadata value");
+          if (!c.failed()) d.metadata[key] = std::move(value);
+        }
+        break;
+      }
       case SectionType::kSamples: {
         ThreadSamples ts;
         uint32_t fields = 0, count = 0, states = 0, zero = 0;

@@ -120,6 +120,9 @@ class Dump {
   StatsInfo stats;
   std::optional<TriggerInfo> trigger;
   std::vector<ThreadSamples> samples;  // in THREAD order
+  // METADATA section (version 4): key -> value, e.g. how long each phase of
+  // writing this dump took (format::metadata). Empty for older dumps.
+  std::map<std::string, std::string> metadata;
   // Problems that did not stop parsing (unknown sections, trailing bytes...).
   std::vector<Error> warnings;
 

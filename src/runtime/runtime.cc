@@ -214,6 +214,7 @@ void AtForkChild() {
     tls_status = kStatusNew;
     lb_tls_ring = &lb_sentinel_ring;
   }
+  ForgetDumpMemoryAfterFork();
   ResetControlAfterFork();
 }
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,6 +37,8 @@ int Run(const DumpOptions& o) {
   for (char c : o.reason) {
     if (c == '\n') return Fail("--reason must be one line"), kExitUsage;
   }
+  timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Fail(std::string("socket: ") + strerror(errno)), kExitError;
   sockaddr_un addr{};
@@ -84,7 +87,14 @@ int Run(const DumpOptions& o) {
     if (o.timings) {
       const std::string rest = reply.substr(nl + 1);
       if (rest.rfind("TIMING ", 0) != 0) return Fail("process " + std::to_string(o.pid) + " sent no timings"), kExitError;
-      fprintf(stderr, "timings: %s", rest.substr(7).c_str());
+      // What the process cannot see: time spent waiting in its socket's
+      // backlog while it wrote an earlier dump.
+      timespec t1;
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      const long long waited = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+      std::string line = rest.substr(7);
+      while (!line.empty() && line.back() == '\n') line.pop_back();
+      fprintf(stderr, "timings: %s answered_ns=%lld\n", line.c_str(), waited);
     }
     return kExitOk;
   }

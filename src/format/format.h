@@ -247,6 +247,7 @@ inline constexpr const char* kSnapshotBytes = "dump.snapshot_bytes";  // records
 inline constexpr const char* kSnapshotBatches = "dump.snapshot_batches";  // 1 unless memory was short
 inline constexpr const char* kEncodeNs = "dump.encode_ns";         // sections built (names, window trim)
 inline constexpr const char* kWriteNs = "dump.write_ns";           // write() of everything before METADATA
+inline constexpr const char* kWriteDirect = "dump.write_direct";   // 1: the bulk went out with O_DIRECT
 }  // namespace metadata
 
 enum SampleField : uint32_t {

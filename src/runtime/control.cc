@@ -115,7 +115,7 @@ std::string DumpReply(const DumpOutcome& out, const Requester& q, uint32_t reque
     const DumpPhases& p = out.phases;
     r += "TIMING requests=" + std::to_string(requests) + " threads=" + std::to_string(p.threads) +
          " bytes=" + std::to_string(p.bytes) + " snapshot_bytes=" + std::to_string(p.snapshot_bytes) +
-         " batches=" + std::to_string(p.batches) + " queued_ns=" + std::to_string(p.queued_ns) +
+         " batches=" + std::to_string(p.batches) + " direct=" + std::to_string(p.direct ? 1 : 0) + " queued_ns=" + std::to_string(p.queued_ns) +
          " prepare_ns=" + std::to_string(p.prepare_ns) + " snapshot_ns=" + std::to_string(p.snapshot_ns) +
          " encode_ns=" + std::to_string(p.encode_ns) + " write_ns=" + std::to_string(p.write_ns) +
          " fsync_ns=" + std::to_string(p.fsync_ns) + " rename_ns=" + std::to_string(p.rename_ns) +
@@ -124,47 +124,45 @@ std::string DumpReply(const DumpOutcome& out, const Requester& q, uint32_t reque
   return r;
 }
 
-// Serves every connection waiting on the control socket. Dump requests are
-// coalesced: all those that arrived before a dump begins share that dump,
-// whose snapshot is taken after the last of them arrived, and each gets its
-// own answer naming it. A request that arrives while a dump is being written
-// waits in the socket's backlog (connect() blocks when it is full: nothing is
-// dropped) and is answered by the next dump. Each connection has 2 s to send
-// its line.
+// Serves the connections waiting on the control socket. Dump requests are
+// coalesced: those that are waiting when the control thread gets to them
+// share one dump, whose snapshot is taken after the last of them arrived,
+// and each gets its own answer naming it. A request that arrives while a
+// dump is being written waits in the socket's backlog (connect() blocks when
+// it is full: nothing is dropped) and is answered by the next dump, with
+// every other request that arrived meanwhile. One sweep of the backlog per
+// call, so a stream of requests cannot put a dump off. Each connection has
+// 2 s to send its line.
 void ServeRequests(int listen_fd) {
   constexpr uint64_t kLineTimeoutNs = 2000000000;
   std::vector<Requester> pending, dumps;
-  for (;;) {
-    for (;;) {  // everything that has connected so far
-      const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EINTR) continue;
-        break;  // EAGAIN: no one else is waiting
-      }
-      ucred cred{};
-      socklen_t len = sizeof cred;
-      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
-        WriteAll(fd, "ERR permission denied: not the same user\n");
-        close(fd);
-        continue;
-      }
-      Requester q;
-      q.fd = fd;
-      q.received_ns = MonotonicNs();  // replaced when its line is complete
-      pending.push_back(std::move(q));
+  for (;;) {  // everything that has connected so far
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      break;  // EAGAIN: no one else is waiting
     }
-    if (pending.empty()) break;
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
+      WriteAll(fd, "ERR permission denied: not the same user\n");
+      close(fd);
+      continue;
+    }
+    Requester q;
+    q.fd = fd;
+    pending.push_back(std::move(q));
+  }
+  const uint64_t deadline = MonotonicNs() + kLineTimeoutNs;
+  while (!pending.empty()) {
     std::vector<pollfd> fds;
     for (const Requester& q : pending) fds.push_back({q.fd, POLLIN, 0});
-    fds.push_back({listen_fd, POLLIN, 0});  // a newcomer joins this round
-    uint64_t oldest = pending.front().received_ns;
-    for (const Requester& q : pending) oldest = std::min(oldest, q.received_ns);
     const uint64_t now = MonotonicNs();
-    const int timeout_ms = now >= oldest + kLineTimeoutNs ? 0 : static_cast<int>((oldest + kLineTimeoutNs - now) / 1000000 + 1);
+    const int timeout_ms = now >= deadline ? 0 : static_cast<int>((deadline - now) / 1000000 + 1);
     const int n = poll(fds.data(), fds.size(), timeout_ms);
-    if (n < 0 && errno != EINTR) break;
+    if (n < 0 && errno == EINTR) continue;
+    const bool late = n <= 0 || MonotonicNs() >= deadline;
     std::vector<Requester> still;
-    const uint64_t t = MonotonicNs();
     for (size_t i = 0; i < pending.size(); ++i) {
       Requester& q = pending[i];
       bool done = false, drop = false;
@@ -185,7 +183,7 @@ void ServeRequests(int listen_fd) {
           }
         }
       }
-      if (!done && !drop && t >= q.received_ns + kLineTimeoutNs) drop = true;  // never sent a line
+      if (!done && !drop && late) drop = true;  // never sent a whole line
       if (drop) {
         close(q.fd);
       } else if (!done) {
@@ -198,7 +196,7 @@ void ServeRequests(int listen_fd) {
         q.line.erase(0, q.timed ? 10 : 4);
         if (!q.line.empty() && q.line[0] == ' ') q.line.erase(0, 1);
         if (q.line.empty()) q.line = "lookback dump";
-        q.received_ns = t;
+        q.received_ns = MonotonicNs();
         dumps.push_back(std::move(q));
       } else {
         WriteAll(q.fd, "ERR unknown request\n");

@@ -611,6 +611,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   const uint64_t lead = std::max<uint64_t>(head.size(), kBlock);
   constexpr uint64_t kMetadataRoom = kBlock;
   uint64_t budget = all_room;
+  if (rt.config.dump_memory != 0) budget = std::min(budget, std::max(rt.config.dump_memory, largest));
   char* image = nullptr;
   while ((image = MapImage(lead + budget + kMetadataRoom)) == nullptr) {
     if (budget <= largest) return fail(ENOMEM);
@@ -712,6 +713,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     b = e;
   }
   ph.snapshot_ns = snapshot_end - snapshot_begin;
+  ph.direct = file.direct() && file.size() > 0;  // still on after the bulk: every block went out that way
 
   // METADATA last: how this dump was written, as far as known before its
   // end (fsync and rename come after the last byte).
@@ -722,6 +724,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
         {format::metadata::kPrepareNs, ph.prepare_ns},         {format::metadata::kSnapshotNs, ph.snapshot_ns},
         {format::metadata::kSnapshotBytes, ph.snapshot_bytes}, {format::metadata::kSnapshotBatches, ph.batches},
         {format::metadata::kEncodeNs, ph.encode_ns},           {format::metadata::kWriteNs, ph.write_ns},
+        {format::metadata::kWriteDirect, ph.direct},
     };
     PutU32(&p, static_cast<uint32_t>(std::size(kv)));
     for (const auto& [k, v] : kv) {

@@ -83,6 +83,7 @@ struct DumpPhases {
   uint64_t snapshot_bytes = 0;
   uint32_t threads = 0;
   uint32_t batches = 0;      // snapshot passes: 1 unless memory for one copy of every ring was short
+  bool direct = false;       // the bulk was written with O_DIRECT (else through the page cache)
 };
 struct DumpOutcome {
   bool ok = false;

@@ -263,6 +263,14 @@ void ForkChild() {  // the control thread did not survive
   __atomic_store_n(&g_control_running, false, __ATOMIC_RELAXED);
 }
 
+void DumpPendingCrash() {
+  Trigger crash;
+  if (!CrashPending(&crash)) return;
+  std::string why;
+  if (Admit(&crash, &why)) WriteDump(crash);
+  CrashDumpDone();
+}
+
 void* ControlMain(void*) {
   pthread_mutex_lock(&g_busy);
   __atomic_store_n(&g_control_running, true, __ATOMIC_RELEASE);
@@ -277,7 +285,10 @@ void* ControlMain(void*) {
     uint64_t now = MonotonicNs();
     if (detectors && now >= next_tick_ns) next_tick_ns = now + DetectorTick();
     uint64_t next_dump_ns = 0;
-    for (const Trigger& t : TakeDueDumps(now, &next_dump_ns)) WriteDump(t);
+    for (const Trigger& t : TakeDueDumps(now, &next_dump_ns)) {
+      DumpPendingCrash();  // a crash goes before the queue: its thread is waiting
+      WriteDump(t);
+    }
     now = MonotonicNs();
     RefreshExcludesIfModulesChanged(now, kExcludeRecheckNs);  // modules loaded since: new functions to exclude
     if (next_state_ns != 0 && now >= next_state_ns) {
@@ -304,12 +315,7 @@ void* ControlMain(void*) {
       pthread_mutex_unlock(&g_busy);
       return nullptr;
     }
-    Trigger crash;
-    if (CrashPending(&crash)) {  // first: the crashing thread is waiting for it
-      std::string why;
-      if (Admit(&crash, &why)) WriteDump(crash);
-      CrashDumpDone();
-    }
+    DumpPendingCrash();  // first: the crashing thread is waiting for it
     if (n == 0) continue;
     if (fds[0].revents & POLLIN) {
       uint64_t v;

@@ -12,6 +12,7 @@
 #include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -792,6 +793,9 @@ DumpOutcome WriteDump(const Trigger& trigger) {
     out = WriteDumpLocked(trigger);
   }
   if (!out.ok) SayOnce(out.error + " (the program continues; no dump was kept)");
+  // Written on another thread (lb_dump_sync, exit): the control thread may
+  // be asleep with no timer, and must come round to release the kept image.
+  if (static_cast<uint32_t>(syscall(SYS_gettid)) != ControlThreadTid()) WakeControlThread();
   return out;
 }
 

@@ -245,7 +245,7 @@ TEST(DumpOnDemand, TimingsAreReportedAndStoredInTheDump) {
 // told so, and no dump answers a request it does not count.
 TEST(DumpOnDemand, ConcurrentRequestsAreEachAnsweredWithAValidDump) {
   const std::string dir = FreshDir("dump-concurrent");
-  Spinners s(dir, 2, "2000000", {"--buffer-size", "8M"});
+  Spinners s(dir, 2, "600000", {"--buffer-size", "2M"});
   ASSERT_GT(s.pid(), 0);
   std::vector<RunResult> results(4);
   std::vector<std::thread> clients;

@@ -8,12 +8,10 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -271,8 +269,8 @@ void AppendSection(std::string* out, format::SectionType type, std::string paylo
 // more than the copies themselves, the more so on a VM that hands free memory
 // back to its host (docs/performance.md, "Dump latency"). Not huge pages:
 // there, the 2 MiB blocks a huge page needs are exactly the ones the host
-// took back (5x slower to fault in than small pages, measured). Guarded by ControlMutex(); trivially destructible,
-// as an exiting thread may still dump.
+// took back (5x slower to fault in than small pages, measured). Guarded by
+// ControlMutex(); trivially destructible, as an exiting thread may still dump.
 constexpr uint64_t kKeepImageNs = 10ull * 1000000000;
 struct KeptImage {
   char* base = nullptr;

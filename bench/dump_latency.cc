@@ -39,7 +39,7 @@ struct Options {
 
 // The phases `lookback dump --timings` prints ("key=value ..." on stderr).
 const char* const kPhases[] = {"queued_ns", "prepare_ns", "snapshot_ns", "encode_ns", "write_ns",
-                               "fsync_ns",  "rename_ns",  "total_ns"};
+                               "fsync_ns",  "rename_ns",  "total_ns",    "cpu_ns"};
 
 std::map<std::string, double> ParseTimings(const std::string& text) {
   std::map<std::string, double> kv;

@@ -119,7 +119,7 @@ std::string DumpReply(const DumpOutcome& out, const Requester& q, uint32_t reque
          " prepare_ns=" + std::to_string(p.prepare_ns) + " snapshot_ns=" + std::to_string(p.snapshot_ns) +
          " encode_ns=" + std::to_string(p.encode_ns) + " write_ns=" + std::to_string(p.write_ns) +
          " fsync_ns=" + std::to_string(p.fsync_ns) + " rename_ns=" + std::to_string(p.rename_ns) +
-         " total_ns=" + std::to_string(p.total_ns) + "\n";
+         " total_ns=" + std::to_string(p.total_ns) + " cpu_ns=" + std::to_string(p.cpu_ns) + "\n";
   }
   return r;
 }

@@ -168,6 +168,12 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
   return 0;
 }
 
+uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 // Offsets, lengths and memory of O_DIRECT writes are multiples of this (the
 // logical block size of every device we know is 512 or 4096).
 constexpr uint64_t kBlock = 4096;
@@ -463,6 +469,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   // records and memory for a copy of every ring; copy every ring in one pass
   // (the loss window); pack the sections in place around the copies; write.
   const uint64_t t_begin = MonotonicNs();
+  const uint64_t cpu_begin = ThreadCpuNs();
   const std::string& reason = trigger.reason;
   Runtime& rt = R();
   DumpOutcome out;
@@ -766,6 +773,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   ph.fsync_ns = t_synced - t_written;
   ph.rename_ns = t_done - t_synced;
   ph.total_ns = t_done - t_begin;
+  ph.cpu_ns = ThreadCpuNs() - cpu_begin;
   g_image.last_used_ns = t_done;
   out.ok = true;
   out.path = final_path;

@@ -79,6 +79,7 @@ struct DumpPhases {
   uint64_t fsync_ns = 0;     // the file's data on disk
   uint64_t rename_ns = 0;    // final name linked, temporary name removed, directory synced
   uint64_t total_ns = 0;     // this dump began -> file in place (prepare .. rename)
+  uint64_t cpu_ns = 0;       // CPU time the dumping thread used meanwhile (total_ns much larger: it waited for a core)
   uint64_t bytes = 0;        // file size
   uint64_t snapshot_bytes = 0;
   uint32_t threads = 0;

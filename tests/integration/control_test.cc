@@ -200,7 +200,8 @@ TEST(DumpOnDemand, TimingsAreReportedAndStoredInTheDump) {
   const std::string path = r.out.substr(0, r.out.find('\n'));
   const auto t = Timings(r.err);
   for (const char* k : {"requests", "threads", "bytes", "snapshot_bytes", "batches", "direct", "queued_ns", "prepare_ns",
-                        "snapshot_ns", "encode_ns", "write_ns", "fsync_ns", "rename_ns", "total_ns", "answered_ns"}) {
+                        "snapshot_ns", "encode_ns", "write_ns", "fsync_ns", "rename_ns", "total_ns", "cpu_ns",
+                        "answered_ns"}) {
     EXPECT_EQ(t.count(k), 1u) << k << " missing from: " << r.err;
   }
   EXPECT_EQ(t.at("requests"), 1u);

@@ -114,8 +114,9 @@ Runner SetupDump(CLI::App* sub) {
   sub->add_option("--timeout", o->timeout_s, "Seconds to wait for the dump to be written")->capture_default_str();
   sub->add_option("--signal", o->signal, "Send this signal instead of using the control socket");
   sub->add_flag("--timings", o->timings,
-                "Also print on stderr how long each phase of the dump took (queued, prepare, snapshot, encode, "
-                "write, fsync, rename, total; ns)");
+                "Also print on stderr, as key=value fields in ns, how long each phase of the dump took (queued, "
+                "prepare, snapshot, encode, write, fsync, rename, total), its CPU time, and how long this "
+                "command waited for the answer (docs/cli.md)");
   return [o] { return Run(*o); };
 }
 

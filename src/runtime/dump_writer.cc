@@ -355,9 +355,10 @@ struct ThreadDump {
 // Fixed part of a THREAD payload: tid, flags, 7 u64 (FORMAT.md).
 constexpr uint64_t kThreadFixedBytes = 4 + 4 + 7 * 8;
 // The most a THREAD section's header, fixed part and name take (the name of
-// a thread that exits before the copy becomes its 16-byte exit name).
+// a thread that exits before the copy becomes its 16-byte exit name), padded
+// to 8 like the section, so that the copy after it is 8-byte aligned.
 uint64_t ThreadHeadRoom(const std::string& name) {
-  return format::kSectionHeaderSize + kThreadFixedBytes + 4 + std::max<uint64_t>(name.size(), 16) + 7;
+  return (format::kSectionHeaderSize + kThreadFixedBytes + 4 + std::max<uint64_t>(name.size(), 16) + 7) & ~uint64_t{7};
 }
 constexpr uint64_t kSamplesFixedBytes = 4 + 4 + 8 + 4 * 4 + 8;
 

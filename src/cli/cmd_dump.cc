@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +22,7 @@ struct DumpOptions {
   std::string reason = "lookback dump";
   double timeout_s = 60;
   std::string signal;
+  bool timings = false;
 };
 
 int Run(const DumpOptions& o) {
@@ -35,6 +37,8 @@ int Run(const DumpOptions& o) {
   for (char c : o.reason) {
     if (c == '\n') return Fail("--reason must be one line"), kExitUsage;
   }
+  timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Fail(std::string("socket: ") + strerror(errno)), kExitError;
   sockaddr_un addr{};
@@ -50,7 +54,7 @@ int Run(const DumpOptions& o) {
                 "or has not reached its first traced function yet"),
            kExitError;
   }
-  const std::string req = "DUMP " + o.reason + "\n";
+  const std::string req = (o.timings ? "TIMED-DUMP " : "DUMP ") + o.reason + "\n";
   if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     close(fd);
     return Fail(std::string("cannot send the request: ") + strerror(errno)), kExitError;
@@ -58,7 +62,14 @@ int Run(const DumpOptions& o) {
   std::string reply;
   char buf[512];
   const int timeout_ms = static_cast<int>(o.timeout_s * 1000);
-  while (reply.find('\n') == std::string::npos) {
+  // One line, or two with --timings ("OK <path>", "TIMING ..."); the
+  // process closes the connection after its answer.
+  auto complete = [&] {
+    const size_t nl = reply.find('\n');
+    if (nl == std::string::npos) return false;
+    return !o.timings || reply.rfind("OK ", 0) != 0 || reply.find('\n', nl + 1) != std::string::npos;
+  };
+  while (!complete()) {
     pollfd p{fd, POLLIN, 0};
     const int n = poll(&p, 1, timeout_ms);
     if (n == 0) {
@@ -71,9 +82,25 @@ int Run(const DumpOptions& o) {
   }
   close(fd);
   if (reply.rfind("OK ", 0) == 0) {
-    printf("%s", reply.substr(3).c_str());
+    const size_t nl = reply.find('\n');
+    printf("%s\n", reply.substr(3, nl - 3).c_str());
+    if (o.timings) {
+      const std::string rest = reply.substr(nl + 1);
+      if (rest.rfind("TIMING ", 0) != 0) return Fail("process " + std::to_string(o.pid) + " sent no timings"), kExitError;
+      // What the process cannot see: time spent waiting in its socket's
+      // backlog while it wrote an earlier dump.
+      timespec t1;
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      const long long waited = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+      std::string line = rest.substr(7);
+      while (!line.empty() && line.back() == '\n') line.pop_back();
+      fprintf(stderr, "timings: %s answered_ns=%lld\n", line.c_str(), waited);
+    }
     return kExitOk;
   }
+  if (o.timings && reply == "ERR unknown request\n")
+    return Fail("process " + std::to_string(o.pid) + " runs an older lookback that cannot report timings: drop --timings"),
+           kExitError;
   if (reply.rfind("ERR ", 0) == 0) return Fail("process " + std::to_string(o.pid) + ": " + reply.substr(4, reply.size() - 5)), kExitError;
   return Fail("process " + std::to_string(o.pid) + " closed the connection without an answer"), kExitError;
 }
@@ -86,6 +113,10 @@ Runner SetupDump(CLI::App* sub) {
   sub->add_option("--reason", o->reason, "Why: stored in the dump")->capture_default_str();
   sub->add_option("--timeout", o->timeout_s, "Seconds to wait for the dump to be written")->capture_default_str();
   sub->add_option("--signal", o->signal, "Send this signal instead of using the control socket");
+  sub->add_flag("--timings", o->timings,
+                "Also print on stderr, as key=value fields in ns, how long each phase of the dump took (queued, "
+                "prepare, snapshot, encode, write, fsync, rename, total), its CPU time, and how long this "
+                "command waited for the answer (docs/cli.md)");
   return [o] { return Run(*o); };
 }
 

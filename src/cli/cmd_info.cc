@@ -107,6 +107,25 @@ int Run(const InfoOptions& o) {
     if (t->window_ns != 0) fmt::print("  window        the last {} before the snapshot\n", HumanNs(static_cast<double>(t->window_ns)));
   }
   fmt::print("  written       {} (dump #{} of this process)\n", LocalTime(d.process.dump_realtime_ns), d.process.dump_seq);
+  if (!d.metadata.empty()) {
+    auto ns = [&](const char* key) -> std::string {
+      auto it = d.metadata.find(key);
+      return it == d.metadata.end() ? "?" : HumanNs(strtod(it->second.c_str(), nullptr));
+    };
+    auto num = [&](const char* key) -> uint64_t {
+      auto it = d.metadata.find(key);
+      return it == d.metadata.end() ? 0 : strtoull(it->second.c_str(), nullptr, 10);
+    };
+    namespace md = format::metadata;
+    std::string line = fmt::format("snapshot {} ({:.1f} MiB copied", ns(md::kSnapshotNs),
+                                   static_cast<double>(num(md::kSnapshotBytes)) / (1 << 20));
+    if (num(md::kSnapshotBatches) > 1) line += fmt::format(" in {} passes: memory was short", num(md::kSnapshotBatches));
+    line += fmt::format("), prepare {}, encode {}, write {}{}", ns(md::kPrepareNs), ns(md::kEncodeNs), ns(md::kWriteNs),
+                        num(md::kWriteDirect) ? " (O_DIRECT)" : "");
+    if (num(md::kRequests) > 1) line += fmt::format("; answered {} requests at once", num(md::kRequests));
+    if (num(md::kQueuedNs) != 0) line += fmt::format("; waited {} before starting", ns(md::kQueuedNs));
+    fmt::print("  dump phases   {}\n", line);
+  }
   if (clock.valid()) {
     fmt::print("  clock         TSC {:.4f} GHz, calibrated against CLOCK_MONOTONIC over {}, +/- {:.2f} ppm\n",
                clock.TscGhz(), HumanNs(static_cast<double>(d.clock.ns)), d.clock.uncertainty_ppb / 1000.0);
@@ -118,7 +137,11 @@ int Run(const InfoOptions& o) {
              HumanBytes(d.stats.buffer_bytes), d.threads.size(), d.stats.untraced_memory, d.stats.untraced_pattern,
              d.stats.reclaimed);
   if (d.stats.invalid_keys) fmt::print("  invalid keys  {} dropped\n", d.stats.invalid_keys);
-  for (const auto& [key, text] : d.notes) fmt::print("  {:<13} {}\n", key, text);
+  for (const auto& [key, text] : d.metadata) {  // front-ends' notes (lb_set_note)
+    if (key.rfind(format::metadata::kNotePrefix, 0) == 0) {
+      fmt::print("  {:<13} {}\n", key.substr(std::string(format::metadata::kNotePrefix).size()), text);
+    }
+  }
   fmt::print("  modules       {}\n", d.modules.size());
   for (const auto& w : d.warnings) fmt::print("  warning       {}\n", w.ToString());
   for (const auto& p : sym.problems()) fmt::print("  symbols       {}\n", p);

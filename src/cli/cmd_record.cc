@@ -22,7 +22,7 @@ namespace {
 
 struct RecordOptions {
   std::string dir = "lookback-dumps";
-  std::string buffer_size, threads, max_threads, max_memory, keep_exited, dump_signal;
+  std::string buffer_size, threads, max_threads, max_memory, keep_exited, dump_signal, dump_memory;
   std::string sample, sample_interval, state_interval, sample_signal;  // docs/sampling.md
   bool sample_alloc = false;
   bool no_exit_dump = false;
@@ -107,6 +107,8 @@ int Run(const RecordOptions& o) {
     return Fail("--buffer-size '" + o.buffer_size + "' is not a size (examples: 65536, 512K, 8M)"), kExitUsage;
   if (!o.max_memory.empty() && !rt::ParseSize(o.max_memory, &size))
     return Fail("--max-memory '" + o.max_memory + "' is not a size (examples: 512M, 2G)"), kExitUsage;
+  if (!o.dump_memory.empty() && !rt::ParseSize(o.dump_memory, &size))
+    return Fail("--dump-memory '" + o.dump_memory + "' is not a size (examples: 64M, 1G, 0)"), kExitUsage;
   if (!o.dump_signal.empty() && !rt::ParseSignal(o.dump_signal, &sig))
     return Fail("--dump-signal '" + o.dump_signal + "' is not a signal (examples: USR1, SIGUSR2, 0)"), kExitUsage;
   for (const auto& [flag, value] : {std::pair{"--max-threads", o.max_threads}, {"--keep-exited", o.keep_exited}}) {
@@ -161,6 +163,7 @@ int Run(const RecordOptions& o) {
   set_if("LOOKBACK_MAX_THREADS", o.max_threads);
   set_if("LOOKBACK_MAX_MEMORY", o.max_memory);
   set_if("LOOKBACK_KEEP_EXITED", o.keep_exited);
+  set_if("LOOKBACK_DUMP_MEMORY", o.dump_memory);
   set_if("LOOKBACK_DUMP_SIGNAL", o.dump_signal);
   set_if("LOOKBACK_SAMPLE", o.sample.empty() && o.sample_alloc ? "cpu" : o.sample);
   set_if("LOOKBACK_SAMPLE_INTERVAL", o.sample_interval);
@@ -229,6 +232,9 @@ Runner SetupRecord(CLI::App* sub) {
   sub->add_option("--max-threads", o->max_threads, "Rings at once, live and kept (LOOKBACK_MAX_THREADS, default 256)");
   sub->add_option("--max-memory", o->max_memory, "Cap on all rings together (LOOKBACK_MAX_MEMORY, default 1G)");
   sub->add_option("--keep-exited", o->keep_exited, "Rings of exited threads kept for dumps (LOOKBACK_KEEP_EXITED, default 8)");
+  sub->add_option("--dump-memory", o->dump_memory,
+                  "Most memory a dump's copy of the rings may take; less copies them in batches (LOOKBACK_DUMP_MEMORY, "
+                  "default 0: as much as all rings)");
   sub->add_option("--dump-signal", o->dump_signal, "Signal that requests a dump; 0 for none (LOOKBACK_DUMP_SIGNAL, default USR2 if unused)");
   sub->add_flag("--no-exit-dump", o->no_exit_dump, "Do not dump when the program exits");
   // Sampling (docs/sampling.md). A flag, so `--sample wall` cannot take the program's name: write --sample=wall.

@@ -194,7 +194,7 @@ enum class SectionType : uint32_t {
   kStats = 6,
   kTrigger = 7,
   kSamples = 8,  // version 3
-  kNotes = 9,    // version 4: u32 count, then (string key, string text) each
+  kMetadata = 9, // version 4: key/value strings (format::metadata, and front-ends' notes); readers of any version skip it
 };
 
 // PROCESS payload: u32 pid, u32 ppid, u32 dump sequence number (1-based),
@@ -235,6 +235,24 @@ enum class SectionType : uint32_t {
 // zero, u64 samples lost (overwritten before the dump), then sample count x
 // fields x u64 (SampleField order), then state-change count x (u64 tsc, u64
 // state letter as in /proc/PID/task/TID/stat: R, S, D, T, t, Z, X, I, ...).
+// METADATA payload (version 4; at most one, written last): u32 count, then
+// count x (string key, string value). Keys are dotted names; a reader ignores
+// keys it does not know. The writer's keys are below (values are decimal).
+namespace metadata {
+inline constexpr const char* kRequests = "dump.requests";          // requests this dump answers (coalesced)
+inline constexpr const char* kQueuedNs = "dump.queued_ns";         // oldest request -> dump began
+inline constexpr const char* kPrepareNs = "dump.prepare_ns";       // directory, file, clock, snapshot memory
+inline constexpr const char* kSnapshotNs = "dump.snapshot_ns";     // first ring copy began -> last one ended
+inline constexpr const char* kSnapshotBytes = "dump.snapshot_bytes";  // records and samples copied
+inline constexpr const char* kSnapshotBatches = "dump.snapshot_batches";  // 1 unless memory was short
+inline constexpr const char* kEncodeNs = "dump.encode_ns";         // sections built (names, window trim)
+inline constexpr const char* kWriteNs = "dump.write_ns";           // write() of everything before METADATA
+inline constexpr const char* kWriteDirect = "dump.write_direct";   // 1: the bulk went out with O_DIRECT
+// A front-end's note (lb_set_note(key, text)): "note.<key>" -> text, e.g. the
+// JVM agent's "note.jvm" (methods traced and skipped). `lookback info` shows them.
+inline constexpr const char* kNotePrefix = "note.";
+}  // namespace metadata
+
 enum SampleField : uint32_t {
   kSampleTsc = 0,         // when it was taken: same clock as the records
   kSampleCpuNs,           // CLOCK_THREAD_CPUTIME_ID, cumulative

@@ -255,17 +255,6 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
         }
         break;
       }
-      case SectionType::kNotes: {
-        uint32_t n = 0;
-        c.U32(&n);
-        if (!c.failed() && n > c.remaining() / 8) return Error{"note count " + std::to_string(n) + " does not fit its section", body};
-        for (uint32_t i = 0; i < n && !c.failed(); ++i) {
-          std::string key, text;
-          c.String(&key, "note key") && c.String(&text, "note text");
-          if (!c.failed()) d.notes[key] = std::move(text);
-        }
-        break;
-      }
       case SectionType::kStats: {
         StatsInfo& s = d.stats;
         c.U32(&s.untraced_memory), c.U32(&s.untraced_pattern), c.U32(&s.reclaimed), c.U32(&s.invalid_keys);
@@ -278,6 +267,17 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
         c.U64(&t.tsc), c.U64(&t.measured_ns), c.U64(&t.threshold_ns), c.U64(&t.window_ns), c.U64(&t.suppressed);
         c.String(&t.detector, "detector") && c.String(&t.subject, "trigger subject");
         if (!c.failed()) d.trigger = std::move(t);
+        break;
+      }
+      case SectionType::kMetadata: {
+        uint32_t n = 0;
+        c.U32(&n);
+        if (!c.failed() && n > c.remaining() / 8) return Error{"metadata count " + std::to_string(n) + " does not fit its section", body};
+        for (uint32_t i = 0; i < n && !c.failed(); ++i) {
+          std::string key, value;
+          c.String(&key, "metadata key") && c.String(&value, "metadata value");
+          if (!c.failed()) d.metadata[key] = std::move(value);
+        }
         break;
       }
       case SectionType::kSamples: {

@@ -117,10 +117,12 @@ class Dump {
   std::vector<ModuleInfo> modules;
   std::vector<ThreadInfo> threads;
   std::map<uint64_t, std::string> names;
-  std::map<std::string, std::string> notes;  // NOTES: a front-end's summary by key (lb_set_note)
   StatsInfo stats;
   std::optional<TriggerInfo> trigger;
   std::vector<ThreadSamples> samples;  // in THREAD order
+  // METADATA section (version 4): key -> value, e.g. how long each phase of
+  // writing this dump took (format::metadata). Empty for older dumps.
+  std::map<std::string, std::string> metadata;
   // Problems that did not stop parsing (unknown sections, trailing bytes...).
   std::vector<Error> warnings;
 

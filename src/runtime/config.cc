@@ -113,7 +113,7 @@ const char* const kConfigVariables[] = {
     "LOOKBACK_STALL", "LOOKBACK_STALL_IDLE", "LOOKBACK_SLOW_SCOPE", "LOOKBACK_SLOW_CALL", "LOOKBACK_CRASH",
     "LOOKBACK_POST_TRIGGER", "LOOKBACK_WINDOW", "LOOKBACK_RATE_LIMIT", "LOOKBACK_COOLDOWN", "LOOKBACK_MAX_DUMPS",
     "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", "LOOKBACK_EXCLUDE", "LOOKBACK_SAMPLE", "LOOKBACK_SAMPLE_INTERVAL",
-    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", nullptr};
+    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", nullptr};
 
 bool ParseDuration(const std::string& raw, uint64_t* ns) {
   std::string t = Trim(raw);
@@ -265,6 +265,14 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
       bad("LOOKBACK_MAX_MEMORY", v, "is not a size (examples: 512M, 2G); using 1 GiB");
     } else {
       c.max_memory = n;
+    }
+  }
+  if (const char* v = getenv_fn("LOOKBACK_DUMP_MEMORY"); v && *v) {
+    uint64_t n = 0;
+    if (!ParseSize(v, &n)) {
+      bad("LOOKBACK_DUMP_MEMORY", v, "is not a size (examples: 64M, 1G, 0 for no limit); using no limit");
+    } else {
+      c.dump_memory = n;
     }
   }
   if (const char* v = getenv_fn("LOOKBACK_KEEP_EXITED"); v && *v) {

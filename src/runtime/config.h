@@ -26,6 +26,7 @@ struct Config {
   uint32_t max_threads = 256;              // LOOKBACK_MAX_THREADS: rings alive at once (live + kept)
   uint64_t max_memory = 1ull << 30;        // LOOKBACK_MAX_MEMORY: all rings together
   uint32_t keep_exited = 8;                // LOOKBACK_KEEP_EXITED: rings of exited threads kept
+  uint64_t dump_memory = 0;                // LOOKBACK_DUMP_MEMORY: most a dump's copy of the rings may take (0: all)
   int dump_signal = -1;                    // LOOKBACK_DUMP_SIGNAL: 0 = none; -1 = SIGUSR2 if unhandled
   bool dump_at_exit = false;               // LOOKBACK_DUMP_AT_EXIT
   bool enabled = true;                     // LOOKBACK_ENABLED: 0 traces no thread until lb_thread_enable

@@ -10,8 +10,11 @@
 //   - a listening UNIX socket in the abstract namespace, "\0lookback-<pid>",
 //     for `lookback dump PID`. Only peers with our uid (or root) are served.
 // Protocol on the socket, one line each way:
-//   -> "DUMP <reason>\n"      <- "OK <path>\n" | "ERR <message>\n"
-//   -> "PING\n"               <- "OK <pid> <process name>\n"
+//   -> "DUMP <reason>\n"        <- "OK <path>\n" | "ERR <message>\n"
+//   -> "TIMED-DUMP <reason>\n"  <- "OK <path>\nTIMING key=value ...\n" | "ERR <message>\n"
+//   -> "PING\n"                 <- "OK <pid> <process name>\n"
+// Dump requests that wait while a dump is written share the next dump
+// (ServeRequests); every one gets its answer.
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -25,6 +28,7 @@
 #include <cstring>
 #include <deque>
 #include <string>
+#include <vector>
 
 #include <sys/syscall.h>
 
@@ -64,6 +68,10 @@ Control& C() {
 
 std::string SocketName(uint32_t pid) { return "lookback-" + std::to_string(pid); }
 
+// Connections waiting to be accepted; beyond that, connect() blocks until the
+// control thread catches up.
+constexpr int kBacklog = 64;
+
 int OpenListenSocket(uint32_t pid) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
@@ -72,63 +80,164 @@ int OpenListenSocket(uint32_t pid) {
   const std::string name = SocketName(pid);
   memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract: leading NUL
   const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 8) != 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, kBacklog) != 0) {
     close(fd);
     return -1;
   }
   return fd;
 }
 
-// Reads one line (up to 4 KiB) within `timeout_ms`.
-bool ReadLine(int fd, std::string* line, int timeout_ms) {
-  char buf[256];
-  while (line->size() < 4096) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) <= 0) return false;
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) return false;
-    line->append(buf, static_cast<size_t>(n));
-    size_t nl = line->find('\n');
-    if (nl != std::string::npos) {
-      line->resize(nl);
-      return true;
-    }
-  }
-  return false;
-}
-
 void WriteAll(int fd, const std::string& s) {
   size_t off = 0;
   while (off < s.size()) {
-    ssize_t n = write(fd, s.data() + off, s.size() - off);
+    // MSG_NOSIGNAL: a requester that gave up must not raise SIGPIPE.
+    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     off += static_cast<size_t>(n);
   }
 }
 
-void ServeClient(int fd) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
-    WriteAll(fd, "ERR permission denied: not the same user\n");
-    return;
-  }
+// A connection on the control socket whose request line is still coming or
+// whose dump is still to be written.
+struct Requester {
+  int fd = -1;
   std::string line;
-  if (!ReadLine(fd, &line, 2000)) return;
-  if (line == "PING") {
-    WriteAll(fd, "OK " + std::to_string(R().pid) + " " + R().process_name + "\n");
-  } else if (line.rfind("DUMP", 0) == 0) {
-    Trigger t = ExplicitTrigger(line.size() > 5 ? line.substr(5) : "lookback dump");
-    std::string why;
-    if (!Admit(&t, &why)) {
-      WriteAll(fd, "ERR " + why + "\n");
-      return;
+  uint64_t received_ns = 0;  // when its line was complete
+  bool timed = false;        // TIMED-DUMP: wants the phases too
+};
+
+// The reply to a dump request that was answered by `out`.
+std::string DumpReply(const DumpOutcome& out, const Requester& q, uint32_t requests) {
+  if (!out.ok) return "ERR " + out.error + "\n";
+  std::string r = "OK " + out.path + "\n";
+  if (q.timed) {
+    const DumpPhases& p = out.phases;
+    r += "TIMING requests=" + std::to_string(requests) + " threads=" + std::to_string(p.threads) +
+         " bytes=" + std::to_string(p.bytes) + " snapshot_bytes=" + std::to_string(p.snapshot_bytes) +
+         " batches=" + std::to_string(p.batches) + " direct=" + std::to_string(p.direct ? 1 : 0) + " queued_ns=" + std::to_string(p.queued_ns) +
+         " prepare_ns=" + std::to_string(p.prepare_ns) + " snapshot_ns=" + std::to_string(p.snapshot_ns) +
+         " encode_ns=" + std::to_string(p.encode_ns) + " write_ns=" + std::to_string(p.write_ns) +
+         " fsync_ns=" + std::to_string(p.fsync_ns) + " rename_ns=" + std::to_string(p.rename_ns) +
+         " total_ns=" + std::to_string(p.total_ns) + " cpu_ns=" + std::to_string(p.cpu_ns) + "\n";
+  }
+  return r;
+}
+
+// Serves the connections waiting on the control socket. Dump requests are
+// coalesced: those that are waiting when the control thread gets to them
+// share one dump, whose snapshot is taken after the last of them arrived,
+// and each gets its own answer naming it. A request that arrives while a
+// dump is being written waits in the socket's backlog (connect() blocks when
+// it is full: nothing is dropped) and is answered by the next dump, with
+// every other request that arrived meanwhile. One sweep of the backlog per
+// call, so a stream of requests cannot put a dump off. Each connection has
+// 2 s to send its line.
+void ServeRequests(int listen_fd) {
+  constexpr uint64_t kLineTimeoutNs = 2000000000;
+  std::vector<Requester> pending, dumps;
+  for (;;) {  // everything that has connected so far
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      break;  // EAGAIN: no one else is waiting
     }
-    DumpOutcome out = WriteDump(t);
-    WriteAll(fd, out.ok ? "OK " + out.path + "\n" : "ERR " + out.error + "\n");
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
+      WriteAll(fd, "ERR permission denied: not the same user\n");
+      close(fd);
+      continue;
+    }
+    Requester q;
+    q.fd = fd;
+    pending.push_back(std::move(q));
+  }
+  const uint64_t deadline = MonotonicNs() + kLineTimeoutNs;
+  while (!pending.empty()) {
+    std::vector<pollfd> fds;
+    for (const Requester& q : pending) fds.push_back({q.fd, POLLIN, 0});
+    const uint64_t now = MonotonicNs();
+    const int timeout_ms = now >= deadline ? 0 : static_cast<int>((deadline - now) / 1000000 + 1);
+    const int n = poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    const bool late = n <= 0 || MonotonicNs() >= deadline;
+    std::vector<Requester> still;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Requester& q = pending[i];
+      bool done = false, drop = false;
+      if (fds[i].revents != 0) {
+        char buf[512];
+        const ssize_t r = read(q.fd, buf, sizeof buf);
+        if (r <= 0) {
+          drop = true;  // hung up before asking
+        } else {
+          q.line.append(buf, static_cast<size_t>(r));
+          const size_t nl = q.line.find('\n');
+          if (nl != std::string::npos) {
+            q.line.resize(nl);
+            done = true;
+          } else if (q.line.size() > 4096) {
+            WriteAll(q.fd, "ERR request too long\n");
+            drop = true;
+          }
+        }
+      }
+      if (!done && !drop && late) drop = true;  // never sent a whole line
+      if (drop) {
+        close(q.fd);
+      } else if (!done) {
+        still.push_back(std::move(q));
+      } else if (q.line == "PING") {
+        WriteAll(q.fd, "OK " + std::to_string(R().pid) + " " + R().process_name + "\n");
+        close(q.fd);
+      } else if (q.line.rfind("DUMP", 0) == 0 || q.line.rfind("TIMED-DUMP", 0) == 0) {
+        q.timed = q.line.rfind("TIMED-DUMP", 0) == 0;
+        q.line.erase(0, q.timed ? 10 : 4);
+        if (!q.line.empty() && q.line[0] == ' ') q.line.erase(0, 1);
+        if (q.line.empty()) q.line = "lookback dump";
+        q.received_ns = MonotonicNs();
+        dumps.push_back(std::move(q));
+      } else {
+        WriteAll(q.fd, "ERR unknown request\n");
+        close(q.fd);
+      }
+    }
+    pending.swap(still);
+  }
+  if (dumps.empty()) return;
+
+  // One dump for all of them. Reason and subject: the distinct request texts.
+  std::string reason;
+  uint64_t oldest = dumps.front().received_ns;
+  for (const Requester& q : dumps) {
+    oldest = std::min(oldest, q.received_ns);
+    bool seen = false;
+    for (const Requester& p : dumps) {
+      if (&p == &q) break;
+      seen = seen || p.line == q.line;
+    }
+    if (!seen && reason.size() < 1000) reason += (reason.empty() ? "" : "; ") + q.line;
+  }
+  Trigger t = ExplicitTrigger(reason);
+  t.received_ns = oldest;
+  t.requests = static_cast<uint32_t>(dumps.size());
+  std::string why;
+  DumpOutcome out;
+  if (!Admit(&t, &why)) {
+    out.error = why;
   } else {
-    WriteAll(fd, "ERR unknown request\n");
+    t.suppressed += dumps.size() - 1;  // merged into this one
+    out = WriteDump(t);
+  }
+  for (const Requester& q : dumps) {
+    DumpOutcome mine = out;
+    if (mine.ok) {  // its own wait, not the oldest's
+      const uint64_t began = out.phases.queued_ns + oldest;
+      mine.phases.queued_ns = began > q.received_ns ? began - q.received_ns : 0;
+    }
+    WriteAll(q.fd, DumpReply(mine, q, t.requests));
+    close(q.fd);
   }
 }
 
@@ -154,6 +263,14 @@ void ForkChild() {  // the control thread did not survive
   __atomic_store_n(&g_control_running, false, __ATOMIC_RELAXED);
 }
 
+void DumpPendingCrash() {
+  Trigger crash;
+  if (!CrashPending(&crash)) return;
+  std::string why;
+  if (Admit(&crash, &why)) WriteDump(crash);
+  CrashDumpDone();
+}
+
 void* ControlMain(void*) {
   pthread_mutex_lock(&g_busy);
   __atomic_store_n(&g_control_running, true, __ATOMIC_RELEASE);
@@ -168,7 +285,10 @@ void* ControlMain(void*) {
     uint64_t now = MonotonicNs();
     if (detectors && now >= next_tick_ns) next_tick_ns = now + DetectorTick();
     uint64_t next_dump_ns = 0;
-    for (const Trigger& t : TakeDueDumps(now, &next_dump_ns)) WriteDump(t);
+    for (const Trigger& t : TakeDueDumps(now, &next_dump_ns)) {
+      DumpPendingCrash();  // a crash goes before the queue: its thread is waiting
+      WriteDump(t);
+    }
     now = MonotonicNs();
     RefreshExcludesIfModulesChanged(now, kExcludeRecheckNs);  // modules loaded since: new functions to exclude
     if (next_state_ns != 0 && now >= next_state_ns) {
@@ -179,6 +299,12 @@ void* ControlMain(void*) {
     if (next_state_ns != 0 && (wake_at == 0 || next_state_ns < wake_at)) wake_at = next_state_ns;
     if (!R().config.exclude.empty() && (wake_at == 0 || wake_at > now + kExcludeRecheckNs)) wake_at = now + kExcludeRecheckNs;
     if (next_dump_ns != 0 && (wake_at == 0 || next_dump_ns < wake_at)) wake_at = next_dump_ns;
+    uint64_t release_ns;  // the memory of the last dump, kept for a burst of dumps
+    {
+      std::lock_guard<std::mutex> lock(ControlMutex());
+      release_ns = ReleaseIdleDumpMemory(now);
+    }
+    if (release_ns != 0 && (wake_at == 0 || release_ns < wake_at)) wake_at = release_ns;
     const int timeout_ms = wake_at == 0 ? -1 : wake_at <= now ? 0 : static_cast<int>((wake_at - now + 999999) / 1000000);
     pollfd fds[2] = {{c.wake_fd, POLLIN, 0}, {c.listen_fd, POLLIN, 0}};
     pthread_mutex_unlock(&g_busy);
@@ -189,12 +315,7 @@ void* ControlMain(void*) {
       pthread_mutex_unlock(&g_busy);
       return nullptr;
     }
-    Trigger crash;
-    if (CrashPending(&crash)) {  // first: the crashing thread is waiting for it
-      std::string why;
-      if (Admit(&crash, &why)) WriteDump(crash);
-      CrashDumpDone();
-    }
+    DumpPendingCrash();  // first: the crashing thread is waiting for it
     if (n == 0) continue;
     if (fds[0].revents & POLLIN) {
       uint64_t v;
@@ -204,13 +325,7 @@ void* ControlMain(void*) {
       std::lock_guard<std::mutex> lock(ControlMutex());
       ReclaimExitedRings();
     }
-    if (c.listen_fd >= 0 && (fds[1].revents & POLLIN)) {
-      int client = accept4(c.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client >= 0) {
-        ServeClient(client);
-        close(client);
-      }
-    }
+    if (c.listen_fd >= 0 && (fds[1].revents & POLLIN)) ServeRequests(c.listen_fd);
   }
 }
 

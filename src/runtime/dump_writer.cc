@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -25,50 +28,77 @@
 
 namespace lookback::rt {
 
-uint64_t CopyPublished(const uint64_t* pos, const uint64_t* slots, uint64_t capacity, uint32_t width,
-                       uint64_t margin, std::vector<uint64_t>* out, bool* overrun) {
-  // Reader side of the ring protocol (hot_path.h). Entries the owner may
-  // overwrite while we copy are those with index <= pos2 - capacity +
-  // margin - 1 where pos2 is read after the copy: drop them.
-  const uint64_t end = __atomic_load_n(pos, __ATOMIC_ACQUIRE);
-  uint64_t begin = end > capacity ? end - capacity : 0;
-  out->resize((end - begin) * width);
-  for (uint64_t i = begin; i < end; ++i) {
-    const uint64_t* slot = slots + (i & (capacity - 1)) * width;
-    for (uint32_t f = 0; f < width; ++f) (*out)[(i - begin) * width + f] = __atomic_load_n(&slot[f], __ATOMIC_RELAXED);
-  }
-  std::atomic_thread_fence(std::memory_order_acquire);
-  const uint64_t pos2 = __atomic_load_n(pos, __ATOMIC_RELAXED);
-  const uint64_t unsafe_below = pos2 + margin > capacity ? pos2 + margin - capacity : 0;
-  *overrun = unsafe_below > begin;
-  if (*overrun) {
-    const uint64_t drop = std::min<uint64_t>(unsafe_below - begin, end - begin);
-    out->erase(out->begin(), out->begin() + static_cast<ptrdiff_t>(drop * width));
-    begin += drop;
-  }
-  return begin;
+namespace {
+
+// Entries copied between two re-reads of the writer's position: the writer can
+// overwrite at most what it writes while one chunk is copied, so a copy that
+// outruns the writer loses only about that much of the oldest records.
+constexpr uint64_t kCopyChunkEntries = 8192;
+
+void CopySlots(uint64_t* dst, const uint64_t* src, uint64_t n) {
+  // Relaxed atomic loads: the owner may be storing into these slots. Any slot
+  // it stored into during the copy is dropped by the caller, so a torn value
+  // is never kept.
+  for (uint64_t i = 0; i < n; ++i) dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
+}  // namespace
+
+RingWindow CopyPublishedInto(const uint64_t* pos, const uint64_t* slots, uint64_t capacity, uint32_t width,
+                             uint64_t margin, uint64_t* dst, bool* overrun) {
+  // Reader side of the ring protocol (hot_path.h), chunk by chunk, oldest
+  // first. After each chunk the position is read again (pos_k): entries with
+  // index <= pos_k - capacity + margin - 1 may have been overwritten while
+  // the chunk was copied, so those of this chunk are dropped, and with them
+  // everything older (the window stays contiguous). Entries of earlier chunks
+  // were read before pos_k's fence and were checked against their own re-read.
+  const uint64_t end = __atomic_load_n(pos, __ATOMIC_ACQUIRE);
+  const uint64_t begin = end > capacity ? end - capacity : 0;
+  uint64_t valid_from = begin;
+  for (uint64_t i = begin; i < end;) {
+    const uint64_t at = i & (capacity - 1);
+    const uint64_t n = std::min({end - i, capacity - at, kCopyChunkEntries});
+    CopySlots(dst + (i - begin) * width, slots + at * width, n * width);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const uint64_t pos_k = __atomic_load_n(pos, __ATOMIC_RELAXED);
+    const uint64_t unsafe_below = pos_k + margin > capacity ? pos_k + margin - capacity : 0;
+    if (unsafe_below > i) valid_from = std::max(valid_from, std::min(unsafe_below, i + n));
+    i += n;
+  }
+  *overrun = valid_from > begin;
+  return {valid_from, valid_from - begin, end - valid_from};
+}
+
+uint64_t CopyPublished(const uint64_t* pos, const uint64_t* slots, uint64_t capacity, uint32_t width,
+                       uint64_t margin, std::vector<uint64_t>* out, bool* overrun) {
+  out->resize(capacity * width);
+  const RingWindow w = CopyPublishedInto(pos, slots, capacity, width, margin, out->data(), overrun);
+  out->erase(out->begin(), out->begin() + static_cast<ptrdiff_t>(w.offset * width));
+  out->resize(w.count * width);
+  return w.first;
+}
+
+RingWindow SnapshotRingInto(const Ring& r, uint64_t* dst) {
   // A window of a sync interval (at most a quarter ring) plus two
   // publications holds a complete sync, so it decodes on its own. A writer
   // that overran more than that during the copy (a long preemption of the
-  // copying thread, a tiny ring) gets the copy retried a few times; the best
-  // window is kept and whatever it cannot decode is reported by readers.
+  // copying thread, a tiny ring) gets the copy retried a few times.
   const uint64_t decodable = format::SyncInterval(r.capacity) + 2 * kMaxSlotsPerPublish;
-  std::vector<uint64_t> attempt;
-  uint64_t best_first = 0;
-  out->clear();
+  RingWindow w{};
   for (int i = 0; i < 4; ++i) {
     bool overrun = false;
-    const uint64_t first = CopyPublished(&r.pos, r.slots, r.capacity, 1, kMaxSlotsPerPublish, &attempt, &overrun);
-    if (attempt.size() >= out->size()) {
-      out->swap(attempt);
-      best_first = first;
-    }
-    if (!overrun || out->size() >= decodable) break;
+    w = CopyPublishedInto(&r.pos, r.slots, r.capacity, 1, kMaxSlotsPerPublish, dst, &overrun);
+    if (!overrun || w.count >= decodable) break;
   }
-  return best_first;
+  return w;
+}
+
+uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) {
+  out->resize(r.capacity);
+  const RingWindow w = SnapshotRingInto(r, out->data());
+  out->erase(out->begin(), out->begin() + static_cast<ptrdiff_t>(w.offset));
+  out->resize(w.count);
+  return w.first;
 }
 
 namespace {
@@ -132,41 +162,145 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
   return 0;
 }
 
-// Buffered writer over a file descriptor that remembers the first error.
-class FileSink {
+uint64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Offsets, lengths and memory of O_DIRECT writes are multiples of this (the
+// logical block size of every device we know is 512 or 4096).
+constexpr uint64_t kBlock = 4096;
+// At most this much per write() call.
+constexpr uint64_t kWriteChunk = 8ull << 20;
+
+// The dump file. The bulk (whole blocks of the image, the ring copies) is
+// written with O_DIRECT where the file system takes it: no copy into the page
+// cache, which on a loaded machine was most of a dump's CPU time and wall
+// time (docs/performance.md, "Dump latency"). The last partial block, the
+// METADATA section and the header go through the page cache. Remembers the
+// first error.
+class DumpFile {
  public:
-  explicit FileSink(int fd) : fd_(fd) {}
-  void Write(const void* data, size_t n) {
-    if (error_ != 0) return;
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      ssize_t w = write(fd_, p, n);
+  DumpFile() = default;
+  DumpFile(const DumpFile&) = delete;
+  DumpFile& operator=(const DumpFile&) = delete;
+  ~DumpFile() {
+    if (fd_ >= 0) close(fd_);
+  }
+  // Creates `path` (0600, must not exist). False: errno says why.
+  bool Create(const std::string& path) {
+    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd_ < 0) return false;
+    // Set afterwards: a file system without O_DIRECT refuses it here (EINVAL)
+    // rather than in open(), which may already have created the file.
+    const int flags = fcntl(fd_, F_GETFL);
+    direct_ = flags >= 0 && fcntl(fd_, F_SETFL, flags | O_DIRECT) == 0;
+    return true;
+  }
+  // Appends p[0, n): n a multiple of kBlock, p block-aligned.
+  void AppendBlocks(const char* p, uint64_t n) { Append(p, n); }
+  // Appends the rest (any length) through the page cache.
+  void AppendTail(const char* p, uint64_t n) {
+    Buffered();
+    Append(p, n);
+  }
+  void PatchAt(uint64_t offset, const std::string& bytes) {
+    Buffered();
+    if (error_ == 0 && pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset)) != static_cast<ssize_t>(bytes.size()))
+      error_ = errno != 0 ? errno : EIO;
+  }
+  // The data and the size on disk (a crash never leaves a short dump), then closed.
+  int SyncAndClose() {
+    if (error_ == 0 && fdatasync(fd_) != 0) error_ = errno;
+    if (close(fd_) != 0 && error_ == 0) error_ = errno;
+    fd_ = -1;
+    return error_;
+  }
+  int error() const { return error_; }
+  uint64_t size() const { return size_; }
+  bool direct() const { return direct_; }
+
+ private:
+  void Buffered() {
+    if (!direct_) return;
+    const int flags = fcntl(fd_, F_GETFL);
+    if (flags >= 0) fcntl(fd_, F_SETFL, flags & ~O_DIRECT);
+    direct_ = false;
+  }
+  void Append(const char* p, uint64_t n) {
+    while (n > 0 && error_ == 0) {
+      const ssize_t w = pwrite(fd_, p, std::min(n, kWriteChunk), static_cast<off_t>(size_));
       if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && errno == EINVAL && direct_) {  // the device wants other alignment: through the page cache
+        Buffered();
+        continue;
+      }
       if (w <= 0) {
         error_ = w < 0 ? errno : ENOSPC;
         return;
       }
       p += w;
-      n -= static_cast<size_t>(w);
-      written_ += static_cast<uint64_t>(w);
+      n -= static_cast<uint64_t>(w);
+      size_ += static_cast<uint64_t>(w);
+      if (direct_ && (size_ % kBlock) != 0) Buffered();  // a short direct write: the rest buffered
     }
   }
-  void Write(const std::string& s) { Write(s.data(), s.size()); }
-  int error() const { return error_; }
-  uint64_t written() const { return written_; }
-
- private:
-  int fd_;
+  int fd_ = -1;
+  bool direct_ = false;
   int error_ = 0;
-  uint64_t written_ = 0;
+  uint64_t size_ = 0;
 };
 
-void WriteSection(FileSink* sink, format::SectionType type, std::string payload, uint32_t* count) {
+// A whole section (header, payload, padding) in one string.
+void AppendSection(std::string* out, format::SectionType type, std::string payload, uint32_t* count) {
   const uint64_t size = payload.size();
   format::PadTo8(&payload);
-  sink->Write(format::SectionHeader(type, size));
-  sink->Write(payload);
+  out->append(format::SectionHeader(type, size));
+  out->append(payload);
   ++*count;
+}
+
+// Anonymous memory in which a dump is assembled: the ring copies land in it,
+// then the sections are packed in place into the file's bytes. Faulted in
+// before the first copy, so that the copies (the only time records can be
+// lost) touch no new page. Kept for the next dump until it has been idle for
+// kKeepImageNs: dumps come in bursts, and memory new to the process costs
+// more than the copies themselves, the more so on a VM that hands free memory
+// back to its host (docs/performance.md, "Dump latency"). Not huge pages:
+// there, the 2 MiB blocks a huge page needs are exactly the ones the host
+// took back (5x slower to fault in than small pages, measured). Guarded by
+// ControlMutex(); trivially destructible, as an exiting thread may still dump.
+constexpr uint64_t kKeepImageNs = 10ull * 1000000000;
+struct KeptImage {
+  char* base = nullptr;
+  uint64_t bytes = 0;
+  uint64_t last_used_ns = 0;
+};
+KeptImage g_image;
+
+void ReleaseImage() {
+  if (g_image.base != nullptr) munmap(g_image.base, g_image.bytes);
+  g_image = KeptImage{};
+}
+
+// At least `bytes` of image, faulted in; nullptr when the memory cannot be had.
+char* MapImage(uint64_t bytes) {
+  bytes = (bytes + kBlock - 1) & ~(kBlock - 1);
+  if (g_image.base != nullptr && g_image.bytes >= bytes) return g_image.base;
+  ReleaseImage();
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  if (madvise(p, bytes, MADV_POPULATE_WRITE) != 0) {
+    if (errno != EINVAL) {  // EINVAL: a kernel before 5.14; anything else: no memory
+      munmap(p, bytes);
+      return nullptr;
+    }
+    for (uint64_t off = 0; off < bytes; off += 4096) static_cast<volatile char*>(p)[off] = 0;
+  }
+  g_image.base = static_cast<char*>(p);
+  g_image.bytes = bytes;
+  return g_image.base;
 }
 
 bool MakeDirs(const std::string& dir, std::string* error) {
@@ -198,53 +332,83 @@ uint64_t WindowCutoff(uint64_t window_ns, const Calibration& cal, uint64_t snap_
   return window_ticks < snap_tsc ? snap_tsc - static_cast<uint64_t>(window_ticks) : 0;
 }
 
-// The SAMPLES section of one thread (FORMAT.md). With a window, samples
-// older than the cut are left out; the state in effect at the cut is kept
-// (stamped with its own time), so the timeline still says what the thread
-// was doing when the window opens.
-void WriteSamples(FileSink* sink, const SampleBuffer& s, uint32_t tid, const Config& config, uint64_t cutoff,
-                  std::vector<uint64_t>* samples, std::vector<uint64_t>* states) {
-  const uint64_t lost = SnapshotSamples(s, samples, states);
+// One traced thread's part of a dump, from its ring to its sections.
+struct ThreadDump {
+  Ring* ring = nullptr;
+  std::string name;            // read before the snapshot (live threads)
+  bool exited = false;         // at the snapshot
+  uint64_t room = 0;           // bytes of the image reserved for its sections
+  uint64_t* records = nullptr; // the copy (in the image)
+  uint64_t count = 0;
+  uint64_t lost = 0;           // records overwritten before the copy
+  uint64_t snap_tsc = 0;
+  std::vector<uint64_t> samples, states;  // sized for a whole copy before the snapshot
+  uint64_t samples_lost = 0;
+};
+
+// Fixed part of a THREAD payload: tid, flags, 7 u64 (FORMAT.md).
+constexpr uint64_t kThreadFixedBytes = 4 + 4 + 7 * 8;
+// The most a THREAD section's header, fixed part and name take (the name of
+// a thread that exits before the copy becomes its 16-byte exit name), padded
+// to 8 like the section, so that the copy after it is 8-byte aligned.
+uint64_t ThreadHeadRoom(const std::string& name) {
+  return (format::kSectionHeaderSize + kThreadFixedBytes + 4 + std::max<uint64_t>(name.size(), 16) + 7) & ~uint64_t{7};
+}
+constexpr uint64_t kSamplesFixedBytes = 4 + 4 + 8 + 4 * 4 + 8;
+
+// The SAMPLES section of one thread (FORMAT.md), appended at `out`; returns
+// its size. With a window, samples older than the cut are left out; the
+// state in effect at the cut is kept (stamped with its own time), so the
+// timeline still says what the thread was doing when the window opens.
+uint64_t PackSamples(const ThreadDump& t, const Config& config, uint64_t cutoff, char* out) {
   constexpr uint32_t kF = format::kSampleFields;
+  const std::vector<uint64_t>& samples = t.samples;
+  const std::vector<uint64_t>& states = t.states;
   size_t first_sample = 0, first_state = 0;
   if (cutoff != 0) {
-    while (first_sample < samples->size() / kF && (*samples)[first_sample * kF + format::kSampleTsc] < cutoff) ++first_sample;
-    while (first_state + 1 < states->size() / 2 && (*states)[(first_state + 1) * 2] < cutoff) ++first_state;
+    while (first_sample < samples.size() / kF && samples[first_sample * kF + format::kSampleTsc] < cutoff) ++first_sample;
+    while (first_state + 1 < states.size() / 2 && states[(first_state + 1) * 2] < cutoff) ++first_state;
   }
-  const uint64_t n_samples = samples->size() / kF - first_sample, n_states = states->size() / 2 - first_state;
+  const uint64_t n_samples = samples.size() / kF - first_sample, n_states = states.size() / 2 - first_state;
   std::string p;
-  PutU32(&p, tid);
-  PutU32(&p, s.flags);
+  PutU32(&p, t.ring->tid);
+  PutU32(&p, t.ring->samples->flags);
   PutU64(&p, config.sample_interval_ns);
   PutU32(&p, kF);
   PutU32(&p, static_cast<uint32_t>(n_samples));
   PutU32(&p, static_cast<uint32_t>(n_states));
   PutU32(&p, 0);
-  PutU64(&p, lost + first_sample);
-  sink->Write(format::SectionHeader(format::SectionType::kSamples, p.size() + n_samples * kF * 8 + n_states * 16));
-  sink->Write(p);
-  sink->Write(samples->data() + first_sample * kF, n_samples * kF * 8);  // little-endian u64s
-  sink->Write(states->data() + first_state * 2, n_states * 16);
+  PutU64(&p, t.samples_lost + first_sample);
+  const std::string head = format::SectionHeader(format::SectionType::kSamples, p.size() + n_samples * kF * 8 + n_states * 16) + p;
+  char* at = out;
+  memcpy(at, head.data(), head.size());
+  at += head.size();
+  memcpy(at, samples.data() + first_sample * kF, n_samples * kF * 8);  // little-endian u64s, as in memory
+  at += n_samples * kF * 8;
+  memcpy(at, states.data() + first_state * 2, n_states * 16);
+  at += n_states * 16;
+  return static_cast<uint64_t>(at - out);  // a multiple of 8: no padding
 }
 
-// LOOKBACK_WINDOW: drops the records of `records` older than `cutoff_tsc`.
+// LOOKBACK_WINDOW: drops the records of `records[0, n)` older than `cutoff_tsc`.
 // What is kept must still decode on its own and still say where the thread
 // was, so the window is prefixed with synthesized records: the entries of the
 // frames open at the cut (with their own timestamps, each preceded by the
 // EPOCH and the slot-0 FN_BASE it needs), then the EPOCH and every base slot
-// in effect at the cut. Returns the number of records dropped (0: nothing to
-// trim).
-uint64_t TrimToWindow(std::vector<uint64_t>* records, uint64_t cutoff_tsc) {
+// in effect at the cut, written over the last of the dropped records. Returns
+// the number of records dropped (0: nothing to trim): the window is then
+// records[dropped, n).
+uint64_t TrimToWindow(uint64_t* records, uint64_t n, uint64_t cutoff_tsc) {
   using namespace format;
   struct Open {
     uint64_t key, tsc;
   };
   std::vector<Open> open;
   RecordState state;
-  state.Prime(records->size(), [&](uint64_t i) { return (*records)[i]; });
-  size_t cut = records->size();
-  for (size_t i = 0; i < records->size(); ++i) {
-    const uint64_t rec = (*records)[i];
+  state.Prime(n, [&](uint64_t i) { return records[i]; });
+  size_t cut = n;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t rec = records[i];
     if (!IsEvent(rec)) {
       if (static_cast<ControlKind>(ControlKindOf(rec)) == ControlKind::kResume) open.clear();
       state.Apply(rec);
@@ -289,17 +453,23 @@ uint64_t TrimToWindow(std::vector<uint64_t>* records, uint64_t cutoff_tsc) {
   }
   if (cut <= prefix.size()) return 0;  // trimming would not make the window smaller
   const uint64_t dropped = cut - prefix.size();
-  std::copy(prefix.begin(), prefix.end(), records->begin() + static_cast<ptrdiff_t>(dropped));
-  records->erase(records->begin(), records->begin() + static_cast<ptrdiff_t>(dropped));
+  std::copy(prefix.begin(), prefix.end(), records + dropped);
   return dropped;
 }
 
 }  // namespace
 
 DumpOutcome WriteDumpLocked(const Trigger& trigger) {
+  // Phases (DumpPhases): prepare everything that does not depend on the
+  // records and memory for a copy of every ring; copy every ring in one pass
+  // (the loss window); pack the sections in place around the copies; write.
+  const uint64_t t_begin = MonotonicNs();
+  const uint64_t cpu_begin = ThreadCpuNs();
   const std::string& reason = trigger.reason;
   Runtime& rt = R();
   DumpOutcome out;
+  DumpPhases& ph = out.phases;
+  ph.queued_ns = trigger.received_ns != 0 && trigger.received_ns < t_begin ? t_begin - trigger.received_ns : 0;
   ReclaimExitedRings();  // a dump holds at most keep_exited exited threads
   const std::string& dir = rt.config.dir;
   if (!MakeDirs(dir, &out.error)) return out;
@@ -312,14 +482,16 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     final_path = dir + "/" + name;
   } while (access(final_path.c_str(), F_OK) == 0);
   const std::string tmp_path = dir + "/." + name + ".tmp";
-  int fd = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  DumpFile file;
+  if (!file.Create(tmp_path)) {
     out.error = "cannot create '" + tmp_path + "': " + strerror(errno);
     return out;
   }
-  FileSink sink(fd);
-  sink.Write(std::string(format::kFileHeaderSize, '\0'));  // patched at the end
-  uint32_t sections = 0;
+  auto fail = [&](int err) {
+    unlink(tmp_path.c_str());
+    out.error = "cannot write dump '" + final_path + "': " + strerror(err);
+    return out;
+  };
 
   // Clock first: the dump-time reference pair, and a baseline of >= 10 ms
   // for the TSC frequency (short runs wait out the rest: it is off the hot path).
@@ -332,6 +504,10 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   }
   const Calibration cal = Calibrate(rt.start_clock, now);
 
+  // Everything but the threads: the file header (patched at the end) and the
+  // first sections.
+  std::string head(format::kFileHeaderSize, '\0');
+  uint32_t sections = 0;
   {
     std::string p;
     PutU32(&p, rt.pid);
@@ -347,7 +523,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     if (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
     PutString(&p, cmdline);
     PutString(&p, reason);
-    WriteSection(&sink, format::SectionType::kProcess, std::move(p), &sections);
+    AppendSection(&head, format::SectionType::kProcess, std::move(p), &sections);
   }
   {
     std::string p;
@@ -358,7 +534,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     PutU64(&p, now.real_ns);
     PutU32(&p, format::kTscLowBits);
     PutU32(&p, cal.uncertainty_ppb);
-    WriteSection(&sink, format::SectionType::kClock, std::move(p), &sections);
+    AppendSection(&head, format::SectionType::kClock, std::move(p), &sections);
   }
   {
     std::vector<ModuleInfo> mods;
@@ -372,7 +548,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       PutString(&p, m.build_id);
       PutString(&p, m.path);
     }
-    WriteSection(&sink, format::SectionType::kModules, std::move(p), &sections);
+    AppendSection(&head, format::SectionType::kModules, std::move(p), &sections);
   }
   {
     std::vector<std::pair<uint64_t, std::string>> names = KeyNames();
@@ -383,19 +559,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
         PutU64(&p, key);
         PutString(&p, n);
       }
-      WriteSection(&sink, format::SectionType::kNames, std::move(p), &sections);
-    }
-  }
-  {
-    const std::vector<std::pair<std::string, std::string>> notes = Notes();
-    if (!notes.empty()) {
-      std::string p;
-      PutU32(&p, static_cast<uint32_t>(notes.size()));
-      for (const auto& [key, text] : notes) {
-        PutString(&p, key);
-        PutString(&p, text);
-      }
-      WriteSection(&sink, format::SectionType::kNotes, std::move(p), &sections);
+      AppendSection(&head, format::SectionType::kNames, std::move(p), &sections);
     }
   }
   {
@@ -405,7 +569,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     PutU32(&p, rt.stats.reclaimed.load());
     PutU32(&p, rt.stats.invalid_keys.load());
     PutU64(&p, rt.config.buffer_bytes);
-    WriteSection(&sink, format::SectionType::kStats, std::move(p), &sections);
+    AppendSection(&head, format::SectionType::kStats, std::move(p), &sections);
   }
   {
     std::string p;
@@ -418,55 +582,175 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     PutU64(&p, trigger.suppressed);
     PutString(&p, trigger.detector);
     PutString(&p, trigger.subject);
-    WriteSection(&sink, format::SectionType::kTrigger, std::move(p), &sections);
+    AppendSection(&head, format::SectionType::kTrigger, std::move(p), &sections);
   }
 
-  std::vector<uint64_t> records, samples, states;
-  for (uint32_t i = 0; i < rt.registry_size && sink.error() == 0; ++i) {
+  // The threads, their names (a /proc read each: not while copying) and the
+  // room each needs in the image.
+  std::vector<ThreadDump> threads;
+  uint64_t all_room = 0, largest = 0;
+  for (uint32_t i = 0; i < rt.registry_size; ++i) {
     Ring* r = rt.registry[i].load(std::memory_order_acquire);
     if (r == nullptr) continue;
-    const bool exited = r->state.load(std::memory_order_acquire) == kRingExited;
-    const uint64_t lost = SnapshotRing(*r, &records);  // overwritten before the snapshot
-    uint64_t first = lost;
-    const uint64_t snap_tsc = __rdtsc();
-    bool trimmed = false;
-    const uint64_t cutoff = WindowCutoff(rt.config.window_ns, cal, snap_tsc);
-    if (cutoff != 0) {
-      const uint64_t dropped = TrimToWindow(&records, cutoff);
-      first += dropped;
-      trimmed = dropped != 0;
-    }
-    std::string name_now = RingName(*r);
-    uint32_t flags = 0;
-    if (exited) flags |= format::kThreadExited;
-    if (lost > 0) flags |= format::kThreadWrapped;
-    if (!exited) flags |= format::kThreadTracing;
-    if (r->tid == rt.pid) flags |= format::kThreadMain;
-    if (trimmed) flags |= format::kThreadTrimmed;
-    std::string p;
-    PutU32(&p, r->tid);
-    PutU32(&p, flags);
-    PutU64(&p, r->capacity);
-    PutU64(&p, first);
-    PutU64(&p, records.size());
-    PutU64(&p, lost);
-    PutU64(&p, r->start_tsc);
-    PutU64(&p, exited ? r->exit_tsc.load(std::memory_order_relaxed) : 0);
-    PutU64(&p, snap_tsc);
-    PutString(&p, name_now);
-    format::PadTo8(&p);
-    const uint64_t size = p.size() + records.size() * 8;
-    sink.Write(format::SectionHeader(format::SectionType::kThread, size));
-    sink.Write(p);
-    sink.Write(records.data(), records.size() * 8);  // x86-64 is little-endian: the slots are the bytes
-    ++sections;
+    ThreadDump& t = threads.emplace_back();
+    t.ring = r;
+    t.name = RingName(*r);
+    t.room = ThreadHeadRoom(t.name) + r->capacity * 8;
     if (r->samples != nullptr) {
-      WriteSamples(&sink, *r->samples, r->tid, rt.config, cutoff, &samples, &states);
-      ++sections;
+      t.samples.resize(kSampleCapacity * format::kSampleFields);
+      t.states.resize(kStateCapacity * 2);
+      t.room += format::kSectionHeaderSize + kSamplesFixedBytes + (t.samples.size() + t.states.size()) * 8;
     }
+    all_room += t.room;
+    largest = std::max(largest, t.room);
   }
+  ph.threads = static_cast<uint32_t>(threads.size());
+  // The image starts with what is still to be written (the first sections,
+  // later the last partial block), then the threads' rooms, then room for
+  // METADATA. With too little memory for every thread at once, batches of
+  // threads, each copied, packed and written before the next.
+  const uint64_t lead = std::max<uint64_t>(head.size(), kBlock);
+  constexpr uint64_t kMetadataRoom = kBlock;
+  uint64_t budget = all_room;
+  if (rt.config.dump_memory != 0) budget = std::min(budget, std::max(rt.config.dump_memory, largest));
+  char* image = nullptr;
+  while ((image = MapImage(lead + budget + kMetadataRoom)) == nullptr) {
+    if (budget <= largest) return fail(ENOMEM);
+    budget = std::max(budget / 2, largest);
+  }
+  g_image.last_used_ns = MonotonicNs();
+  memcpy(image, head.data(), head.size());
+  uint64_t pending = head.size();  // bytes at the start of the image not yet written
+  const uint64_t t_prepared = MonotonicNs();
+  ph.prepare_ns = t_prepared - t_begin;
 
-  // Header last, now that the size and section count are known.
+  uint64_t snapshot_begin = 0, snapshot_end = 0;
+  for (size_t b = 0; b < threads.size() && file.error() == 0;) {
+    // The batch: threads [b, e), whose rooms fit the image (all, normally).
+    size_t e = b;
+    for (uint64_t used = 0; e < threads.size() && (e == b || used + threads[e].room <= budget); ++e) used += threads[e].room;
+    ++ph.batches;
+
+    // Snapshot: copies only, nothing else while the writers may overwrite.
+    // Each copy goes to the end of its thread's room, after the space its
+    // section headers will take.
+    const uint64_t t0 = MonotonicNs();
+    if (snapshot_begin == 0) snapshot_begin = t0;
+    char* room = image + lead;
+    for (size_t i = b; i < e; ++i) {
+      ThreadDump& t = threads[i];
+      const Ring& r = *t.ring;
+      t.exited = r.state.load(std::memory_order_acquire) == kRingExited;
+      auto* dst = reinterpret_cast<uint64_t*>(room + ThreadHeadRoom(t.name));
+      const RingWindow w = SnapshotRingInto(r, dst);
+      t.records = dst + w.offset;
+      t.count = w.count;
+      t.lost = w.first;
+      t.snap_tsc = __rdtsc();
+      if (r.samples != nullptr) t.samples_lost = SnapshotSamples(*r.samples, &t.samples, &t.states);
+      ph.snapshot_bytes += t.count * 8 + (t.samples.size() + t.states.size()) * 8;
+      room += t.room;
+    }
+    const uint64_t t1 = MonotonicNs();
+    snapshot_end = t1;
+
+    // Encode: the window trim, then each thread's sections packed in place
+    // (always towards the start of the image: nothing not yet packed is
+    // overwritten).
+    char* at = image + pending;
+    for (size_t i = b; i < e; ++i) {
+      ThreadDump& t = threads[i];
+      const Ring& r = *t.ring;
+      uint64_t first = t.lost;
+      bool trimmed = false;
+      const uint64_t cutoff = WindowCutoff(rt.config.window_ns, cal, t.snap_tsc);
+      if (cutoff != 0) {
+        const uint64_t dropped = TrimToWindow(t.records, t.count, cutoff);
+        t.records += dropped;
+        t.count -= dropped;
+        first += dropped;
+        trimmed = dropped != 0;
+      }
+      if (t.exited) {
+        // The name at exit; its room was planned for the name before the
+        // copy (at least 16 bytes): a longer name given since is cut to fit.
+        const std::string at_exit = RingName(r);
+        t.name = at_exit.substr(0, std::max<size_t>(t.name.size(), 16));
+      }
+      uint32_t flags = 0;
+      if (t.exited) flags |= format::kThreadExited;
+      if (t.lost > 0) flags |= format::kThreadWrapped;
+      if (!t.exited) flags |= format::kThreadTracing;
+      if (r.tid == rt.pid) flags |= format::kThreadMain;
+      if (trimmed) flags |= format::kThreadTrimmed;
+      std::string p;
+      PutU32(&p, r.tid);
+      PutU32(&p, flags);
+      PutU64(&p, r.capacity);
+      PutU64(&p, first);
+      PutU64(&p, t.count);
+      PutU64(&p, t.lost);
+      PutU64(&p, r.start_tsc);
+      PutU64(&p, t.exited ? r.exit_tsc.load(std::memory_order_relaxed) : 0);
+      PutU64(&p, t.snap_tsc);
+      PutString(&p, t.name);
+      format::PadTo8(&p);
+      const std::string h = format::SectionHeader(format::SectionType::kThread, p.size() + t.count * 8) + p;
+      memcpy(at, h.data(), h.size());
+      at += h.size();
+      memmove(at, t.records, t.count * 8);  // x86-64 is little-endian: the slots are the bytes
+      at += t.count * 8;
+      ++sections;
+      if (r.samples != nullptr) {
+        at += PackSamples(t, rt.config, cutoff, at);
+        ++sections;
+      }
+    }
+    const uint64_t t2 = MonotonicNs();
+    ph.encode_ns += t2 - t1;
+
+    // Write the whole blocks; the rest moves to the start of the image.
+    const uint64_t packed = static_cast<uint64_t>(at - image);
+    const uint64_t blocks = packed & ~(kBlock - 1);
+    file.AppendBlocks(image, blocks);
+    memmove(image, image + blocks, packed - blocks);
+    pending = packed - blocks;
+    ph.write_ns += MonotonicNs() - t2;
+    b = e;
+  }
+  ph.snapshot_ns = snapshot_end - snapshot_begin;
+  ph.direct = file.direct() && file.size() > 0;  // still on after the bulk: every block went out that way
+
+  // METADATA last: how this dump was written, as far as known before its
+  // end (fsync and rename come after the last byte).
+  {
+    std::string p;
+    const std::pair<const char*, uint64_t> kv[] = {
+        {format::metadata::kRequests, trigger.requests},        {format::metadata::kQueuedNs, ph.queued_ns},
+        {format::metadata::kPrepareNs, ph.prepare_ns},         {format::metadata::kSnapshotNs, ph.snapshot_ns},
+        {format::metadata::kSnapshotBytes, ph.snapshot_bytes}, {format::metadata::kSnapshotBatches, ph.batches},
+        {format::metadata::kEncodeNs, ph.encode_ns},           {format::metadata::kWriteNs, ph.write_ns},
+        {format::metadata::kWriteDirect, ph.direct},
+    };
+    // Front-ends' notes (lb_set_note) go here too, as "note.<key>".
+    const std::vector<std::pair<std::string, std::string>> notes = Notes();
+    PutU32(&p, static_cast<uint32_t>(std::size(kv) + notes.size()));
+    for (const auto& [k, v] : kv) {
+      PutString(&p, k);
+      PutString(&p, std::to_string(v));
+    }
+    for (const auto& [k, text] : notes) {
+      PutString(&p, std::string(format::metadata::kNotePrefix) + k);
+      PutString(&p, text);
+    }
+    std::string section;
+    AppendSection(&section, format::SectionType::kMetadata, std::move(p), &sections);
+    memcpy(image + pending, section.data(), section.size());
+    pending += section.size();
+  }
+  file.AppendTail(image, pending);
+
+  // The file header, now that the size and section count are known.
   std::string h;
   h.append(format::kMagic, 8);
   format::PutU16(&h, format::kDumpVersion);
@@ -475,29 +759,44 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   PutU64(&h, format::kFeatureX86Tsc);
   PutU32(&h, sections);
   PutU32(&h, 0);
-  PutU64(&h, sink.written());
+  PutU64(&h, file.size());
   h.resize(format::kFileHeaderSize, '\0');
-  int err = sink.error();
-  if (err == 0 && pwrite(fd, h.data(), h.size(), 0) != static_cast<ssize_t>(h.size())) err = errno ? errno : EIO;
-  if (err == 0 && fsync(fd) != 0) err = errno;
-  if (close(fd) != 0 && err == 0) err = errno;
+  file.PatchAt(0, h);
+  ph.bytes = file.size();
+  const uint64_t t_written = MonotonicNs();
+  int err = file.SyncAndClose();
+  const uint64_t t_synced = MonotonicNs();
   // link() never replaces an existing file, unlike rename().
   if (err == 0 && link(tmp_path.c_str(), final_path.c_str()) != 0) err = errno;
+  if (err != 0) return fail(err);
   unlink(tmp_path.c_str());
-  if (err != 0) {
-    out.error = "cannot write dump '" + final_path + "': " + strerror(err);
-    return out;
-  }
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     fsync(dfd);  // make the rename itself durable
     close(dfd);
   }
+  const uint64_t t_done = MonotonicNs();
+  ph.fsync_ns = t_synced - t_written;
+  ph.rename_ns = t_done - t_synced;
+  ph.total_ns = t_done - t_begin;
+  ph.cpu_ns = ThreadCpuNs() - cpu_begin;
+  g_image.last_used_ns = t_done;
   out.ok = true;
   out.path = final_path;
   EnforceRetention(dir, final_path);
   return out;
 }
+
+uint64_t ReleaseIdleDumpMemory(uint64_t now_ns) {
+  if (g_image.base == nullptr) return 0;
+  if (now_ns >= g_image.last_used_ns + kKeepImageNs) {
+    ReleaseImage();
+    return 0;
+  }
+  return g_image.last_used_ns + kKeepImageNs;
+}
+
+void ForgetDumpMemoryAfterFork() { ReleaseImage(); }
 
 DumpOutcome WriteDump(const Trigger& trigger) {
   DumpOutcome out;
@@ -506,6 +805,9 @@ DumpOutcome WriteDump(const Trigger& trigger) {
     out = WriteDumpLocked(trigger);
   }
   if (!out.ok) SayOnce(out.error + " (the program continues; no dump was kept)");
+  // Written on another thread (lb_dump_sync, exit): the control thread may
+  // be asleep with no timer, and must come round to release the kept image.
+  if (static_cast<uint32_t>(syscall(SYS_gettid)) != ControlThreadTid()) WakeControlThread();
   return out;
 }
 

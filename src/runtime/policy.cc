@@ -62,6 +62,7 @@ Trigger ExplicitTrigger(const std::string& reason) {
   t.kind = Detector::kExplicit;
   t.detector = kDetectorNames[static_cast<size_t>(Detector::kExplicit)];
   t.tsc = __rdtsc();
+  t.received_ns = MonotonicNs();
   t.subject = reason;
   t.reason = reason;
   return t;

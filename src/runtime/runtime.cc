@@ -228,6 +228,7 @@ void AtForkChild() {
     tls_status = kStatusNew;
     lb_tls_ring = &lb_sentinel_ring;
   }
+  ForgetDumpMemoryAfterFork();
   ResetControlAfterFork();
 }
 

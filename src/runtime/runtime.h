@@ -67,25 +67,64 @@ uint32_t ControlThreadTid() __attribute__((no_instrument_function));
 int ControlWakeFd() __attribute__((no_instrument_function));
 
 // Dump writer (dump_writer.cc). Caller holds ControlMutex().
+// Where a dump's time went (CLOCK_MONOTONIC ns). The phases up to `write`
+// are also stored in the dump (METADATA section); fsync and rename happen
+// after its last byte. `lookback dump --timings` prints them all.
+struct DumpPhases {
+  uint64_t queued_ns = 0;    // the (oldest) request arrived -> this dump began
+  uint64_t prepare_ns = 0;   // directory, temporary file, clock, thread names, snapshot memory
+  uint64_t snapshot_ns = 0;  // first ring copy began -> last one ended: the only time records can be lost
+  uint64_t encode_ns = 0;    // sections built (window trim included)
+  uint64_t write_ns = 0;     // write() of the sections
+  uint64_t fsync_ns = 0;     // the file's data on disk
+  uint64_t rename_ns = 0;    // final name linked, temporary name removed, directory synced
+  uint64_t total_ns = 0;     // this dump began -> file in place (prepare .. rename)
+  uint64_t cpu_ns = 0;       // CPU time the dumping thread used meanwhile (total_ns much larger: it waited for a core)
+  uint64_t bytes = 0;        // file size
+  uint64_t snapshot_bytes = 0;
+  uint32_t threads = 0;
+  uint32_t batches = 0;      // snapshot passes: 1 unless memory for one copy of every ring was short
+  bool direct = false;       // the bulk was written with O_DIRECT (else through the page cache)
+};
 struct DumpOutcome {
   bool ok = false;
   std::string path;   // when ok
   std::string error;  // when not ok
+  DumpPhases phases;  // when ok
 };
 struct Trigger;
 DumpOutcome WriteDumpLocked(const Trigger& trigger) __attribute__((no_instrument_function));
 // Takes the mutex, writes, reports a failure on stderr once per message.
 DumpOutcome WriteDump(const Trigger& trigger) __attribute__((no_instrument_function));
+// The memory a dump is assembled in is kept for the next dump while dumps
+// keep coming. Releases it once idle long enough; returns the CLOCK_MONOTONIC
+// time at which to call again (0: nothing kept). Caller holds ControlMutex().
+uint64_t ReleaseIdleDumpMemory(uint64_t now_ns) __attribute__((no_instrument_function));
+// In a forked child: the parent's kept memory is not the child's to reuse.
+void ForgetDumpMemoryAfterFork() __attribute__((no_instrument_function));
 
-// Copies a live ring without stopping its writer (the seqlock reader side).
-// Returns the index of the first record kept; `out` gets the records.
-uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) __attribute__((no_instrument_function));
+// What a copy of a single-writer log kept: entries [first, first + count) of
+// everything ever published, found at dst + offset * width.
+struct RingWindow {
+  uint64_t first = 0;   // index of the first entry kept (entries before it are lost)
+  uint64_t offset = 0;  // entries skipped at the start of dst
+  uint64_t count = 0;
+};
 // One copy of a single-writer log published through `*pos` (entries of
 // `width` u64 in `capacity` slots, a power of two; a publication writes at
-// most `margin` entries). Returns the index of the first entry kept; sets
+// most `margin` entries) into `dst` (room for capacity * width u64). Sets
 // `overrun` when the writer overwrote part of what was copied.
+RingWindow CopyPublishedInto(const uint64_t* pos, const uint64_t* slots, uint64_t capacity, uint32_t width,
+                             uint64_t margin, uint64_t* dst, bool* overrun) __attribute__((no_instrument_function));
+// The same into a vector; returns the index of the first entry kept.
 uint64_t CopyPublished(const uint64_t* pos, const uint64_t* slots, uint64_t capacity, uint32_t width, uint64_t margin,
                        std::vector<uint64_t>* out, bool* overrun) __attribute__((no_instrument_function));
+// Copies a live ring without stopping its writer (the seqlock reader side)
+// into `dst` (room for r.capacity records), retrying when the writer overran
+// the copy so far that the window would not decode alone.
+RingWindow SnapshotRingInto(const Ring& r, uint64_t* dst) __attribute__((no_instrument_function));
+// The same into a vector; returns the index of the first record kept.
+uint64_t SnapshotRing(const Ring& r, std::vector<uint64_t>* out) __attribute__((no_instrument_function));
 
 // A caught exception or longjmp just left frames without exits on this
 // thread: the next entry records its call site (ControlKind::kUnwindTo).

@@ -25,6 +25,8 @@ struct Trigger {
   uint64_t measured_ns = 0;
   uint64_t threshold_ns = 0;
   uint64_t suppressed = 0;  // filled in by the policy
+  uint64_t received_ns = 0; // CLOCK_MONOTONIC when the (oldest) request arrived (0: unknown)
+  uint32_t requests = 1;    // requests this dump answers (several `lookback dump` coalesced)
   std::string subject;      // thread pattern, scope, function, signal, request text
   std::string reason;       // one human sentence (the PROCESS section's reason)
 };

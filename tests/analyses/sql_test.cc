@@ -249,8 +249,14 @@ TEST(SqlExport, DocumentedQueriesRunAndAnswerSensibly) {
   EXPECT_EQ(slow["slow_parse"], 3);
   EXPECT_EQ(slow["handle_request"], 3);
   EXPECT_EQ(slow["render"], 3);
-  EXPECT_EQ(slow.count("on_click"), 0u);
-  EXPECT_EQ(slow.count("fast_parse"), 0u);
+  // The short calls (on_click ~20 ms, fast_parse ~2 ms) are in it exactly when
+  // the dump measured them over 25 ms (a loaded machine can stretch them).
+  for (const char* name : {"on_click", "fast_parse"}) {
+    const Rows n = db.Query(std::string("SELECT count(*) FROM calls c JOIN functions f ON f.id = c.function_id "
+                                        "WHERE f.name = '") + name + "' AND c.dur > 25000000");
+    ASSERT_EQ(n.size(), 1u);
+    EXPECT_EQ(slow.count(name) ? slow[name] : 0, std::stoi(n[0][0])) << name;
+  }
 
   // The last 100 ms before the dump: the two clicks and the idle ticks are
   // all in it (they ran last, for ~40 ms), as is main.

@@ -86,6 +86,16 @@ TEST(Config, BadValuesKeepDefaultsAndSayWhy) {
   EXPECT_FALSE(c.dump_at_exit);
 }
 
+TEST(Config, DumpMemoryIsASizeAndZeroMeansNoLimit) {
+  std::vector<ConfigProblem> problems;
+  EXPECT_EQ(Parse({}, &problems).dump_memory, 0u);
+  EXPECT_EQ(Parse({{"LOOKBACK_DUMP_MEMORY", "64M"}}, &problems).dump_memory, 64u << 20);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(Parse({{"LOOKBACK_DUMP_MEMORY", "lots"}}, &problems).dump_memory, 0u);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("LOOKBACK_DUMP_MEMORY='lots'"), std::string::npos);
+}
+
 TEST(Config, SplitsThreadPatternsOnCommas) {
   std::vector<ConfigProblem> problems;
   Config c = Parse({{"LOOKBACK_THREADS", "main, worker-*,,io"}}, &problems);

@@ -146,5 +146,35 @@ TEST(Recorder, SnapshotsWhileWritingHaveNoTornRecords) {
   EXPECT_GT(checked, 100000u);
 }
 
+// The copy re-reads the writer's position after every chunk; with no writer
+// it keeps the whole window except the entries a publication in progress
+// could be rewriting, in order, across chunk and wrap boundaries.
+TEST(Snapshot, CopyOfAQuietLogKeepsAllButTheMarginInOrder) {
+  constexpr uint64_t kCap = 1 << 16;  // eight copy chunks
+  for (const uint64_t pos : {uint64_t{1000}, kCap, 3 * kCap + 123}) {
+    std::vector<uint64_t> slots(kCap), dst(kCap, ~uint64_t{0});
+    for (uint64_t i = pos > kCap ? pos - kCap : 0; i < pos; ++i) slots[i & (kCap - 1)] = i;
+    bool overrun = false;
+    const rt::RingWindow w = rt::CopyPublishedInto(&pos, slots.data(), kCap, 1, 7, dst.data(), &overrun);
+    const uint64_t first = pos + 7 > kCap ? pos + 7 - kCap : 0;
+    EXPECT_EQ(w.first, first) << pos;
+    EXPECT_EQ(w.count, pos - first) << pos;
+    EXPECT_EQ(overrun, first > (pos > kCap ? pos - kCap : 0)) << pos;
+    for (uint64_t j = 0; j < w.count; ++j) ASSERT_EQ(dst[w.offset + j], w.first + j) << pos << " entry " << j;
+  }
+  // Entries of several u64 (samples): the same, entry by entry.
+  constexpr uint64_t kEntries = 16, kWidth = 3;
+  const uint64_t pos = 40;
+  std::vector<uint64_t> slots(kEntries * kWidth), dst(kEntries * kWidth);
+  for (uint64_t i = pos - kEntries; i < pos; ++i)
+    for (uint64_t f = 0; f < kWidth; ++f) slots[(i % kEntries) * kWidth + f] = i * 10 + f;
+  bool overrun = false;
+  const rt::RingWindow w = rt::CopyPublishedInto(&pos, slots.data(), kEntries, kWidth, 1, dst.data(), &overrun);
+  EXPECT_EQ(w.first, pos - kEntries + 1);
+  EXPECT_EQ(w.count, kEntries - 1);
+  for (uint64_t j = 0; j < w.count; ++j)
+    for (uint64_t f = 0; f < kWidth; ++f) ASSERT_EQ(dst[(w.offset + j) * kWidth + f], (w.first + j) * 10 + f);
+}
+
 }  // namespace
 }  // namespace lookback::testing

@@ -46,10 +46,27 @@
 #include "runtime/runtime.h"
 #include "runtime/triggers.h"
 
+extern "C" int __sigaction(int sig, const struct sigaction* act, struct sigaction* old);  // glibc
+
 namespace lookback::rt {
 namespace {
 
 constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+
+// glibc's exit (atexit handlers, stdio flush), resolved when the crash
+// handlers are installed, not in a signal handler.
+//
+// The interposed entry points below are reached by any code at any time (a
+// sanitizer's start-up, a signal handler): no std::atomic or other std::
+// inline code in them, which at -O0 could bind to the program's instrumented
+// copies and trace (see exclude.h) — __atomic builtins on plain variables.
+using ExitFn = void (*)(int);
+ExitFn g_real_exit = nullptr;
+ExitFn ResolveRealExit() {
+  ExitFn real = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "exit"));
+  __atomic_store_n(&g_real_exit, real, __ATOMIC_RELEASE);
+  return real;
+}
 constexpr int kCrashWaitMs = 10000;
 
 struct sigaction g_previous[NSIG];  // before lookback: chained to after the dump
@@ -58,8 +75,8 @@ struct sigaction g_previous[NSIG];  // before lookback: chained to after the dum
 // signal handlers).
 struct sigaction g_program[NSIG];
 bool g_program_set[NSIG];
-std::atomic<bool> g_installed{false};
-std::atomic_flag g_program_lock = ATOMIC_FLAG_INIT;
+bool g_installed = false;      // __atomic
+bool g_program_lock = false;   // __atomic: a spinlock
 // The crash signal whose program handler is running on this thread (0: none):
 // exit()/_exit() called from it end the process because of that crash.
 __thread int t_in_program_handler __attribute__((tls_model("initial-exec"))) = 0;
@@ -109,10 +126,10 @@ bool IsCrashSignal(int sig) {
 
 struct ProgramLock {
   ProgramLock() {
-    while (g_program_lock.test_and_set(std::memory_order_acquire)) {
+    while (__atomic_exchange_n(&g_program_lock, true, __ATOMIC_ACQUIRE)) {
     }
   }
-  ~ProgramLock() { g_program_lock.clear(std::memory_order_release); }
+  ~ProgramLock() { __atomic_store_n(&g_program_lock, false, __ATOMIC_RELEASE); }
 };
 
 // Runs the program's own handler for `sig` as the kernel would have: its
@@ -219,7 +236,8 @@ void InstallCrashHandlers() {
   // exactly the previous disposition, flags included.
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   for (int sig : kCrashSignals) RealSigaction(sig, &sa, &g_previous[sig]);
-  g_installed.store(true, std::memory_order_release);
+  ResolveRealExit();
+  __atomic_store_n(&g_installed, true, __ATOMIC_RELEASE);
 }
 
 // ---- alternate signal stacks ------------------------------------------------
@@ -268,21 +286,16 @@ void RemoveAltStack() {
 
 // ---- the program's sigaction/signal -----------------------------------------
 
-int RealSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  using Fn = int (*)(int, const struct sigaction*, struct sigaction*);
-  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "sigaction"));
-  if (real == nullptr) {
-    errno = ENOSYS;
-    return -1;
-  }
-  return real(sig, act, old);
-}
+// glibc's own entry (exported as __sigaction since 2.2.5), called by name:
+// no dlsym, which allocates — a sanitizer runtime resolving `sigaction` to
+// ours during its own start-up must not see an allocation from here.
+int RealSigaction(int sig, const struct sigaction* act, struct sigaction* old) { return __sigaction(sig, act, old); }
 
 // sigaction() as the program sees it once lookback's crash handlers are in:
 // for a crash signal, what it installs is recorded and run first by OnCrash,
 // and what it reads back is what it installed.
 int ProgramSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (!g_installed.load(std::memory_order_acquire) || sig <= 0 || sig >= NSIG || !IsCrashSignal(sig)) {
+  if (!__atomic_load_n(&g_installed, __ATOMIC_ACQUIRE) || sig <= 0 || sig >= NSIG || !IsCrashSignal(sig)) {
     return RealSigaction(sig, act, old);
   }
   ProgramLock lock;
@@ -317,40 +330,38 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 }
 
 __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) noexcept {
-  if (!g_installed.load(std::memory_order_acquire) || sig <= 0 || sig >= NSIG || !IsCrashSignal(sig)) {
-    using Fn = sighandler_t (*)(int, sighandler_t);
-    static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "signal"));
-    return real != nullptr ? real(sig, handler) : SIG_ERR;
+  // glibc's signal(): BSD semantics (the handler stays installed, the signal
+  // is blocked while it runs, interrupted calls restart), through sigaction.
+  if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
+    errno = EINVAL;
+    return SIG_ERR;
   }
-  // glibc's signal(): BSD semantics (SA_RESTART, the handler stays installed).
   struct sigaction act{}, old{};
   act.sa_handler = handler;
   sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
   act.sa_flags = SA_RESTART;
-  ProgramSigaction(sig, &act, &old);
+  if (ProgramSigaction(sig, &act, &old) != 0) return SIG_ERR;
   return old.sa_handler;
 }
 
 // A program's crash handler that ends the process with exit()/_exit() ends
 // it because of the crash: dump first.
+// _exit is the exit_group system call (what glibc's does), so nothing needs
+// resolving here: it may be called from a signal handler.
 __attribute__((visibility("default"), noreturn)) void _exit(int status) noexcept {
   ExitFromProgramHandler();
-  using Fn = void (*)(int);
-  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "_exit"));
-  if (real != nullptr) real(status);
-  syscall(SYS_exit_group, status);
-  __builtin_unreachable();
+  for (;;) syscall(SYS_exit_group, status);
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status) noexcept { _exit(status); }
 
 __attribute__((visibility("default"), noreturn)) void exit(int status) noexcept {
   ExitFromProgramHandler();
-  using Fn = void (*)(int);
-  static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "exit"));
+  ExitFn real = __atomic_load_n(&g_real_exit, __ATOMIC_ACQUIRE);
+  if (real == nullptr) real = ResolveRealExit();
   if (real != nullptr) real(status);
-  syscall(SYS_exit_group, status);
-  __builtin_unreachable();
+  for (;;) syscall(SYS_exit_group, status);
 }
 
 }  // extern "C"

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <mutex>
 
@@ -53,6 +54,30 @@ bool AdmitLocked(Policy& p, Detector kind, uint64_t now, std::string* why) {
   times.push_back(now);
   p.last_ns[k] = now;
   return true;
+}
+
+// a < b, with runs of digits compared by value ("x-9" < "x-10").
+bool NaturalLess(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (isdigit(static_cast<unsigned char>(a[i])) && isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+      while (ej < b.size() && isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+      size_t zi = i, zj = j;  // leading zeros do not count
+      while (zi + 1 < ei && a[zi] == '0') ++zi;
+      while (zj + 1 < ej && b[zj] == '0') ++zj;
+      if (ei - zi != ej - zj) return ei - zi < ej - zj;
+      const int c = a.compare(zi, ei - zi, b, zj, ej - zj);
+      if (c != 0) return c < 0;
+      i = ei;
+      j = ej;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i, ++j;
+  }
+  return a.size() - i < b.size() - j;
 }
 
 }  // namespace
@@ -143,9 +168,11 @@ void EnforceRetention(const std::string& dir, const std::string& keep) {
     files.push_back({int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec, path, static_cast<uint64_t>(st.st_size)});
   }
   closedir(d);
-  // Newest first; names break ties (same mtime within the clock's granularity).
+  // Newest first; names break ties (the file system's timestamps are coarse,
+  // ~4 ms here, and a small dump takes less), numbers in them compared as
+  // numbers so that <name>-<pid>-10 is newer than <name>-<pid>-9.
   std::sort(files.begin(), files.end(), [](const File& a, const File& b) {
-    return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : a.path > b.path;
+    return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : NaturalLess(b.path, a.path);
   });
   std::stable_partition(files.begin(), files.end(), [&](const File& f) { return f.path == keep; });
   uint64_t count = 0, bytes = 0;

@@ -1,5 +1,9 @@
 // The recorder's encoding, driven through the real fast path with a fake
 // clock (RecordAt), dumped by the real writer and read back by the reader.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,6 +11,7 @@
 
 #include "format/format.h"
 #include "runtime/runtime.h"
+#include "runtime/triggers.h"
 #include "test_util.h"
 
 namespace lookback::testing {
@@ -174,6 +179,39 @@ TEST(Snapshot, CopyOfAQuietLogKeepsAllButTheMarginInOrder) {
   EXPECT_EQ(w.count, kEntries - 1);
   for (uint64_t j = 0; j < w.count; ++j)
     for (uint64_t f = 0; f < kWidth; ++f) ASSERT_EQ(dst[(w.offset + j) * kWidth + f], (w.first + j) * 10 + f);
+}
+
+// File systems stamp files with a coarse clock (one tick of ~4 ms here),
+// and a small dump takes less: retention must then keep <name>-<pid>-10
+// over <name>-<pid>-9, comparing the numbers as numbers.
+TEST(RetentionOrder, EqualTimestampsKeepTheHigherDumpNumbers) {
+  const std::string dir = std::string(LOOKBACK_TEST_TMP) + "/retention-order." + std::to_string(getpid());
+  mkdir(LOOKBACK_TEST_TMP, 0755);
+  mkdir(dir.c_str(), 0755);
+  const timespec same[2] = {{1700000000, 0}, {1700000000, 0}};
+  for (int n : {8, 9, 10, 11}) {
+    const std::string p = dir + "/prog-42-" + std::to_string(n) + ".lbk";
+    FILE* f = fopen(p.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("x", f);
+    fclose(f);
+    ASSERT_EQ(utimensat(AT_FDCWD, p.c_str(), same, 0), 0);
+  }
+  rt::EnsureInitialised();
+  const uint32_t saved = rt::R().config.max_dumps;
+  rt::R().config.max_dumps = 2;
+  {
+    std::lock_guard<std::mutex> lock(rt::ControlMutex());
+    rt::EnforceRetention(dir, dir + "/prog-42-11.lbk");
+  }
+  rt::R().config.max_dumps = saved;
+  std::vector<std::string> left;
+  for (int n : {8, 9, 10, 11}) {
+    if (access((dir + "/prog-42-" + std::to_string(n) + ".lbk").c_str(), F_OK) == 0) left.push_back(std::to_string(n));
+  }
+  EXPECT_EQ(left, (std::vector<std::string>{"10", "11"}));
+  for (int n : {10, 11}) unlink((dir + "/prog-42-" + std::to_string(n) + ".lbk").c_str());
+  rmdir(dir.c_str());
 }
 
 }  // namespace

@@ -58,55 +58,46 @@ LB_NOINST int fexecve(int fd, char* const argv[], char* const envp[]) {
 }
 
 /* The execl family: at most LB_EXECL_MAX arguments (more is E2BIG, as a
- * kernel with a small ARG_MAX would say). */
+ * kernel with a small ARG_MAX would say). Collects the argument list after
+ * `first` into argv (NULL-terminated); returns 0, or -1 with errno set. */
 #define LB_EXECL_MAX 4096
 
-#define LB_COLLECT_ARGS(first, ap, out, n)                         \
-  do {                                                             \
-    (out)[0] = (char*)(first);                                     \
-    (n) = 1;                                                       \
-    while ((n) < LB_EXECL_MAX && ((out)[(n)] = va_arg(ap, char*)) != NULL) ++(n); \
-  } while (0)
-
-LB_NOINST int execl(const char* path, const char* arg, ...) {
-  char* argv[LB_EXECL_MAX + 1];
-  int n;
-  va_list ap;
-  va_start(ap, arg);
-  LB_COLLECT_ARGS(arg, ap, argv, n);
-  va_end(ap);
+static int lb_collect_args(const char* first, va_list* ap, char** argv) __attribute__((no_instrument_function));
+static int lb_collect_args(const char* first, va_list* ap, char** argv) {
+  int n = 0;
+  argv[n++] = (char*)first;
+  while (n < LB_EXECL_MAX && (argv[n] = va_arg(*ap, char*)) != NULL) ++n;
   if (n == LB_EXECL_MAX) {
     errno = E2BIG;
     return -1;
   }
-  return execv(path, argv);
+  return 0;
+}
+
+LB_NOINST int execl(const char* path, const char* arg, ...) {
+  char* argv[LB_EXECL_MAX + 1];
+  va_list ap;
+  va_start(ap, arg);
+  const int ok = lb_collect_args(arg, &ap, argv);
+  va_end(ap);
+  return ok == 0 ? execv(path, argv) : -1;
 }
 
 LB_NOINST int execlp(const char* file, const char* arg, ...) {
   char* argv[LB_EXECL_MAX + 1];
-  int n;
   va_list ap;
   va_start(ap, arg);
-  LB_COLLECT_ARGS(arg, ap, argv, n);
+  const int ok = lb_collect_args(arg, &ap, argv);
   va_end(ap);
-  if (n == LB_EXECL_MAX) {
-    errno = E2BIG;
-    return -1;
-  }
-  return execvp(file, argv);
+  return ok == 0 ? execvp(file, argv) : -1;
 }
 
 LB_NOINST int execle(const char* path, const char* arg, ...) {
   char* argv[LB_EXECL_MAX + 1];
-  int n;
   va_list ap;
   va_start(ap, arg);
-  LB_COLLECT_ARGS(arg, ap, argv, n);
-  char* const* envp = va_arg(ap, char* const*);
+  const int ok = lb_collect_args(arg, &ap, argv);
+  char* const* envp = ok == 0 ? va_arg(ap, char* const*) : NULL;
   va_end(ap);
-  if (n == LB_EXECL_MAX) {
-    errno = E2BIG;
-    return -1;
-  }
-  return execve(path, argv, envp);
+  return ok == 0 ? execve(path, argv, envp) : -1;
 }

@@ -127,7 +127,10 @@ TEST_F(Sampling, FreshPagesShowAsMinorFaults) {
 TEST_F(Sampling, SleepLoopShowsVoluntaryContextSwitches) {
   const auto* s = SamplesOf(dump_, "switcher");
   ASSERT_TRUE(s);
-  EXPECT_GE(Delta(*s, format::kSampleVoluntarySwitches), rec_->truth.at("naps"));
+  // Every nap is a voluntary switch, but the first and last samples bound
+  // the count: a nap that straddles one of them (seen with both cores
+  // busy) falls outside.
+  EXPECT_GE(Delta(*s, format::kSampleVoluntarySwitches) + 2, rec_->truth.at("naps"));
   EXPECT_LT(Delta(*s, format::kSampleVoluntarySwitches), rec_->truth.at("naps") + 50);
   const auto* spinner = SamplesOf(dump_, "spinner");
   EXPECT_LT(Delta(*spinner, format::kSampleVoluntarySwitches), 10u);  // it never blocked

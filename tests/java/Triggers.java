@@ -1,7 +1,7 @@
 // Detectors on a JVM (jvm_test.cc):
 //   java Triggers stall       thread "ui-thread" draws frames, then spins inside stuckInHere() until
 //                             main sets `done` after 1 s, calling nothing (no trace point while busy)
-//   java Triggers slow-call   main calls parseRequest(i) 200 times; call 100 sleeps 150 ms
+//   java Triggers slow-call   main calls parseRequest(i) 200 times; call 100 sleeps 600 ms
 //   java Triggers crash       thread "crasher" writes to address 0 inside crashHere() (sun.misc.Unsafe):
 //                             the JVM dies of SIGSEGV
 //   java Triggers wait DIR    prints "ready <pid>", calls tick() every 10 ms until DIR/stop exists (60 s at most)
@@ -26,7 +26,7 @@ public class Triggers {
   }
 
   static int parseRequest(int i) throws InterruptedException {
-    if (i == 100) Thread.sleep(150);
+    if (i == 100) Thread.sleep(600);  // long enough for a control thread starved by a loaded machine
     return i * 2;
   }
 

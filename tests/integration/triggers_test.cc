@@ -551,7 +551,9 @@ TEST(Retention, KeepsTheNewestDumpsThatFitTheByteLimit) {
   ASSERT_FALSE(seqs.empty());
   const uint32_t newest = *seqs.rbegin();
   EXPECT_GE(seqs.size(), 2u);
-  if (o.dumps.size() == 3 && newest == 12) EXPECT_EQ(seqs, (std::set<uint32_t>{10, 11, 12}));
+  if (o.dumps.size() == 3 && newest == 12) {
+    EXPECT_EQ(seqs, (std::set<uint32_t>{10, 11, 12}));
+  }
 }
 
 // ---- what a dump holds: window and post-trigger delay -----------------------

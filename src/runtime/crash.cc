@@ -349,7 +349,7 @@ __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t
 // it because of the crash: dump first.
 // _exit is the exit_group system call (what glibc's does), so nothing needs
 // resolving here: it may be called from a signal handler.
-__attribute__((visibility("default"), noreturn)) void _exit(int status) noexcept {
+__attribute__((visibility("default"), noreturn)) void _exit(int status) {  // unistd.h: not __THROW
   ExitFromProgramHandler();
   for (;;) syscall(SYS_exit_group, status);
 }

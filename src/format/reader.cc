@@ -66,7 +66,6 @@ class Cursor {
 
 }  // namespace
 
-std::string Error::ToString() const { return message + " (at byte offset " + std::to_string(offset) + ")"; }
 
 std::string HexBuildId(const std::string& raw) {
   static const char* kHex = "0123456789abcdef";

@@ -12,31 +12,16 @@
 #include <span>
 #include <string>
 #include <variant>
+
+#include "common/result.h"
 #include <vector>
 
 #include "format/format.h"
 
 namespace lookback::format {
 
-struct Error {
-  std::string message;
-  uint64_t offset = 0;
-  std::string ToString() const;
-};
-
-template <class T>
-class Result {
- public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Error e) : v_(std::move(e)) {}      // NOLINT
-  bool ok() const { return v_.index() == 0; }
-  T& value() { return std::get<0>(v_); }
-  const T& value() const { return std::get<0>(v_); }
-  const Error& error() const { return std::get<1>(v_); }
-
- private:
-  std::variant<T, Error> v_;
-};
+using lookback::Error;  // src/common/result.h
+using lookback::Result;
 
 struct ProcessInfo {
   uint32_t pid = 0, ppid = 0, dump_seq = 0;

@@ -4,7 +4,6 @@
 
 namespace lookback::jvm {
 
-std::string Error::ToString() const { return message + " (at byte " + std::to_string(offset) + ")"; }
 
 uint8_t ByteReader::U1() {
   if (failed_ || data_.size() - pos_ < 1) return failed_ = true, 0;

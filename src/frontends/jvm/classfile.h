@@ -18,29 +18,14 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+
+#include "common/result.h"
 #include <vector>
 
 namespace lookback::jvm {
 
-struct Error {
-  std::string message;
-  size_t offset = 0;  // byte offset in the structure being parsed
-  std::string ToString() const;
-};
-
-template <class T>
-class Result {
- public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Error e) : v_(std::move(e)) {}      // NOLINT
-  bool ok() const { return v_.index() == 0; }
-  T& value() { return std::get<0>(v_); }
-  const T& value() const { return std::get<0>(v_); }
-  const Error& error() const { return std::get<1>(v_); }
-
- private:
-  std::variant<T, Error> v_;
-};
+using lookback::Error;  // src/common/result.h
+using lookback::Result;
 
 // Big-endian reader over untrusted bytes. A read past the end marks the
 // reader failed (sticky) and returns zeros, so a structure is read field by

@@ -165,6 +165,7 @@ class MethodRewriter {
   std::vector<uint32_t> at_;      // new offset of old instruction k itself
   uint32_t end_code_ = 0;         // new offset of the catch-all handler
   size_t cover_from_ = 0;         // first old instruction the catch-all covers
+  bool pre_super_ = false;        // a second catch-all covers a constructor up to its super()/this() call
 };
 
 uint32_t MethodRewriter::InsnSize(size_t k, uint32_t at) const {
@@ -267,6 +268,10 @@ std::optional<std::string> MethodRewriter::Emit(std::vector<uint8_t>& out, std::
   if (out.size() != end_code_) return "layout mismatch at the end";
   probe(probes_.exit);
   PutU1(out, kOpAthrow);
+  if (pre_super_) {  // the same code; only its stack map frame differs
+    probe(probes_.exit);
+    PutU1(out, kOpAthrow);
+  }
   return std::nullopt;
 }
 
@@ -386,11 +391,24 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
           if (v.tag == VType::kUninitThis)
             return Skip(SkipReason::kMalformed, "constructor: uninitializedThis after the super() call");
     }
+    // The code before that call gets a catch-all of its own, whose frame
+    // holds uninitializedThis in local 0 (and so carries flagThisUninit, as
+    // every frame there does), so an exception thrown by the call's
+    // arguments records the exit too. The call itself stays uncovered:
+    // HotSpot 17 checks a handler over it against the frames before and
+    // after it, and no frame matches both an uninitializedThis and an
+    // initialized `this` with flagThisUninit. Only when every instruction
+    // up to the call is known to keep uninitializedThis in local 0 (javac's
+    // code always does).
+    pre_super_ = cover_from_ >= 2;
+    for (size_t k = 0; k < cover_from_ && pre_super_; ++k)
+      pre_super_ = states[k] && !states[k]->locals.empty() && states[k]->locals[0].tag == VType::kUninitThis;
   }
 
   wide_.assign(insns_.size(), false);
   Layout();
-  const uint64_t new_length = uint64_t{end_code_} + kHandlerLength;
+  const uint32_t pre_super_handler = end_code_ + kHandlerLength;
+  const uint64_t new_length = uint64_t{pre_super_handler} + (pre_super_ ? kHandlerLength : 0);
   if (new_length > 65535) return Skip(SkipReason::kTooLarge, "code would exceed 65535 bytes");
 
   // Frames: the original ones at their new offsets, plus one after each
@@ -424,6 +442,13 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
   handler.offset = end_code_;
   handler.stack.push_back(VType::Object("java/lang/Throwable"));
   frames.push_back(std::move(handler));
+  if (pre_super_) {
+    Frame h;
+    h.offset = pre_super_handler;
+    h.locals.push_back(VType::Of(VType::kUninitThis));
+    h.stack.push_back(VType::Object("java/lang/Throwable"));
+    frames.push_back(std::move(h));
+  }
   std::sort(frames.begin(), frames.end(), [](const Frame& a, const Frame& b) { return a.offset < b.offset; });
 
   MethodOutcome o;
@@ -437,6 +462,9 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
                              static_cast<uint16_t>(MapTarget(e.handler_pc)), e.catch_type});
   nc.exceptions.push_back({static_cast<uint16_t>(start_[cover_from_]), static_cast<uint16_t>(end_code_),
                            static_cast<uint16_t>(end_code_), 0});
+  if (pre_super_)
+    nc.exceptions.push_back({static_cast<uint16_t>(start_[0]), static_cast<uint16_t>(at_[cover_from_ - 1]),
+                             static_cast<uint16_t>(pre_super_handler), 0});
   bool wrote_smt = false;
   for (const auto& a : code_.attributes) {
     auto name = cf_.AttributeName(a);

@@ -12,6 +12,7 @@
 //   listener         the agent, listener mode (JVMTI MethodEntry/MethodExit)
 //   native floor     bench/listing1_gcc_floor against listing1_gcc_plain (the C++ floor hook)
 // ns per trace point = (variant - uninstrumented) / 20, per round, then the median.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -34,14 +35,23 @@ struct Setup {
   std::string java, classes, agent, native_dir, tmp;
 };
 
+// About 0.3 s of timed calls per run. Listing 1 does `work` iterations of a
+// multiply and a divide in each of its 10 frames: ~3.5 ns an iteration
+// compiled, ~17 interpreted (listener mode runs everything interpreted).
 long CallsFor(Kind k, int work, double scale) {
-  const double ns_per_call = (k == kListener ? 3000.0 : 300.0) + 1.2 * work;
+  const double ns_per_call = k == kListener ? 3000.0 + 170.0 * work : 300.0 + 35.0 * work;
   return std::max(2000L, static_cast<long>(3e8 / ns_per_call * scale));
+}
+
+// Enough calls for C2 to compile the chain (its thresholds are ~10^4
+// invocations), without spending seconds at work 1000.
+long WarmupFor(Kind k, long calls) {
+  return k == kListener ? std::min(20000L, calls) : std::clamp(calls, 20000L, 200000L);
 }
 
 // ns per top-level call, or NAN.
 double RunOnce(const Setup& s, Kind k, int work, double scale) {
-  const long calls = CallsFor(k, work, scale), warmup = k == kListener ? 20000 : 200000;
+  const long calls = CallsFor(k, work, scale), warmup = WarmupFor(k, calls);
   std::vector<std::string> argv, env;
   const std::string opts = "=dir=" + s.tmp + ",dump_at_exit=0,include=Listing1.*";
   switch (k) {

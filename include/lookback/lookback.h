@@ -56,6 +56,15 @@ int lb_thread_is_tracing(void) LOOKBACK_API;
  * Returns 0, or -1 if NAME is NULL. */
 int lb_thread_set_name(const char* name) LOOKBACK_API;
 
+/* Names another thread of this process, by its kernel thread id, for
+ * lookback's dumps: for a managed runtime where one thread renames another
+ * (Java's Thread.setName). The name shows in dumps from then on (at once, or,
+ * while a dump is being written, right after it); LOOKBACK_THREADS is not
+ * checked again for that thread. With the calling thread's own id, this is
+ * lb_thread_set_name. Never blocks. Returns 0, or -1 if NAME is NULL or
+ * lookback is not running. */
+int lb_thread_set_name_of(uint32_t tid, const char* name) LOOKBACK_API;
+
 /* A note for the next dumps (their NOTES section, shown by `lookback info`):
  * a front-end's summary such as the JVM agent's count of methods traced and
  * skipped. Setting KEY again replaces its text. Returns 0, or -1 if either

@@ -324,6 +324,7 @@ void* ControlMain(void*) {
       if (g_signal_pending.exchange(false)) Fire(ExplicitTrigger("signal " + std::string(strsignal(g_dump_signal))));
       std::lock_guard<std::mutex> lock(ControlMutex());
       ReclaimExitedRings();
+      ApplyQueuedNames();  // renames lb_thread_set_name_of could not apply while we were busy
     }
     if (c.listen_fd >= 0 && (fds[1].revents & POLLIN)) ServeRequests(c.listen_fd);
   }

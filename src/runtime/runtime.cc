@@ -147,6 +147,8 @@ Ring* ThreadInit() {
     return nullptr;
   }
   char name[sizeof(Ring::given_name)] = {};
+  // Renamed by another thread before its first trace point.
+  TakeQueuedName(static_cast<uint32_t>(syscall(SYS_gettid)), tls_given_name, sizeof tls_given_name);
   if (tls_given_name[0] != '\0') {
     memcpy(name, tls_given_name, sizeof name);
   } else {
@@ -417,6 +419,80 @@ void ReselectByName(const char* name) {
   }
 }
 
+void WriteGivenName(Ring* r, const char* name) {
+  // A seqlock whose writers exclude each other: the owner renaming itself and
+  // another thread renaming it (lb_thread_set_name_of) may write at once.
+  uint32_t gen = r->given_name_gen.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((gen & 1) == 0 &&
+        r->given_name_gen.compare_exchange_weak(gen, gen + 1, std::memory_order_acquire, std::memory_order_relaxed)) {
+      break;
+    }
+    gen = r->given_name_gen.load(std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  const size_t n = strnlen(name, sizeof r->given_name - 1);
+  for (size_t i = 0; i < sizeof r->given_name; ++i) {
+    __atomic_store_n(&r->given_name[i], i < n ? name[i] : '\0', __ATOMIC_RELAXED);
+  }
+  r->given_name_gen.store(gen + 2, std::memory_order_release);
+}
+
+namespace {
+// Names given to other threads (lb_thread_set_name_of) that could not be
+// applied at once: the thread has no ring yet (ThreadInit takes its name from
+// here) or the control thread held the rings' mutex. Small and bounded; the
+// oldest entry gives way.
+struct QueuedName {
+  uint32_t tid = 0;
+  char name[sizeof(Ring::given_name)] = {};
+};
+std::mutex g_queued_names_mutex;
+QueuedName g_queued_names[32];
+uint32_t g_queued_next = 0;
+std::atomic<uint32_t> g_queued_count{0};  // entries with tid != 0
+}  // namespace
+
+void QueueNameFor(uint32_t tid, const char* name) {
+  std::lock_guard<std::mutex> lock(g_queued_names_mutex);
+  QueuedName* slot = nullptr;
+  for (QueuedName& q : g_queued_names) {
+    if (q.tid == tid) slot = &q;
+  }
+  if (slot == nullptr) {
+    slot = &g_queued_names[g_queued_next++ % (sizeof g_queued_names / sizeof g_queued_names[0])];
+    if (slot->tid == 0) g_queued_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  slot->tid = tid;
+  const size_t n = strnlen(name, sizeof slot->name - 1);
+  memcpy(slot->name, name, n);
+  slot->name[n] = '\0';
+}
+
+bool TakeQueuedName(uint32_t tid, char* out, size_t out_size) {
+  if (g_queued_count.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard<std::mutex> lock(g_queued_names_mutex);
+  for (QueuedName& q : g_queued_names) {
+    if (q.tid != tid) continue;
+    snprintf(out, out_size, "%s", q.name);
+    q.tid = 0;
+    g_queued_count.fetch_sub(1, std::memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
+void ApplyQueuedNames() {
+  if (g_queued_count.load(std::memory_order_relaxed) == 0) return;
+  Runtime& rt = R();
+  for (uint32_t i = 0; i < rt.registry_size; ++i) {
+    Ring* r = rt.registry[i].load(std::memory_order_acquire);
+    if (r == nullptr || r->state.load(std::memory_order_acquire) != kRingLive) continue;
+    char name[sizeof(Ring::given_name)];
+    if (TakeQueuedName(r->tid, name, sizeof name)) WriteGivenName(r, name);
+  }
+}
+
 std::string RingName(const Ring& r) {
   // A name given with lb_thread_set_name (at set-up, or since: the owner may
   // be renaming, so copy, check the generation did not move, retry a few
@@ -662,14 +738,25 @@ int lb_thread_set_name(const char* name) {
   const size_t n = strnlen(name, sizeof tls_given_name - 1);
   memcpy(tls_given_name, name, n);
   tls_given_name[n] = '\0';
-  if (Ring* r = tls_own_ring) {
-    const uint32_t gen = r->given_name_gen.load(std::memory_order_relaxed);
-    r->given_name_gen.store(gen + 1, std::memory_order_relaxed);  // odd: being written
-    std::atomic_thread_fence(std::memory_order_release);
-    for (size_t i = 0; i < sizeof r->given_name; ++i) __atomic_store_n(&r->given_name[i], tls_given_name[i], __ATOMIC_RELAXED);
-    r->given_name_gen.store(gen + 2, std::memory_order_release);
-  }
+  if (Ring* r = tls_own_ring) WriteGivenName(r, tls_given_name);
   ReselectByName(tls_given_name);
+  return 0;
+}
+
+int lb_thread_set_name_of(uint32_t tid, const char* name) {
+  if (name == nullptr || tid == 0) return -1;
+  if (tid == static_cast<uint32_t>(syscall(SYS_gettid))) return lb_thread_set_name(name);
+  if (g_init_state.load(std::memory_order_acquire) != 2) return -1;
+  QueueNameFor(tid, name);
+  // Rings are unmapped only under the control mutex; the control thread may
+  // hold it for a whole dump, and a rename must not wait for that: when it is
+  // busy, the control thread applies the name when it is next free.
+  std::unique_lock<std::mutex> lock(ControlMutex(), std::try_to_lock);
+  if (lock.owns_lock()) {
+    ApplyQueuedNames();
+  } else {
+    WakeControlThread();
+  }
   return 0;
 }
 

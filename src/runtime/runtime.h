@@ -152,6 +152,14 @@ void SayOnce(const std::string& line) __attribute__((no_instrument_function));
 void ForeignAbi(uint32_t abi) __attribute__((no_instrument_function));
 // The calling thread's LOOKBACK_THREADS selection, checked again after a rename.
 void ReselectByName(const char* name) __attribute__((no_instrument_function));
+// Writes a ring's given name (lb_thread_set_name, lb_thread_set_name_of); any thread.
+void WriteGivenName(Ring* r, const char* name) __attribute__((no_instrument_function));
+// Names for other threads (lb_thread_set_name_of): queued, then applied to live
+// rings under ControlMutex() (ApplyQueuedNames), or taken by the thread itself
+// when it sets up its ring (TakeQueuedName).
+void QueueNameFor(uint32_t tid, const char* name) __attribute__((no_instrument_function));
+bool TakeQueuedName(uint32_t tid, char* out, size_t out_size) __attribute__((no_instrument_function));
+void ApplyQueuedNames() __attribute__((no_instrument_function));
 // A ring's thread name: the one given with lb_thread_set_name, else the name
 // at exit (exited rings), else the kernel's current name. Any thread.
 std::string RingName(const Ring& r) __attribute__((no_instrument_function));

@@ -238,6 +238,53 @@ TEST_P(JvmModes, JvmCrashIsDumpedWithTheCrashingJavaMethod) {
   EXPECT_EQ(stack.back(), "void Triggers.crashHere()");
 }
 
+// Thread.setName after start (the rename hook in java.lang.Thread): a thread
+// renaming itself and one renamed by another thread carry their new names
+// (longer than the kernel's 15 bytes); the old names are gone.
+TEST_P(JvmModes, ThreadsRenamedAfterStartCarryTheirNewJavaNames) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir(std::string("jvm-renames-") + GetParam());
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--jvm-mode", GetParam(), "--jvm-include",
+                                  "Renames.*", "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Renames"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir);
+  ASSERT_EQ(dumps.size(), 1u);
+  const format::Dump d = MustOpen(dumps[0]);
+  std::set<std::string> names;
+  for (const auto& t : d.threads) names.insert(t.name);
+  for (const char* n : {"main-renamed-by-itself", "self-renamed-worker-thread", "other-renamed-by-main"}) {
+    EXPECT_TRUE(names.count(n)) << n;
+  }
+  for (const char* n : {"main", "worker-original", "other-original"}) EXPECT_FALSE(names.count(n)) << n;
+  const Threads ev = RecordedEvents(dumps[0], {"int Renames.beforeRename(int)", "int Renames.afterRename(int)",
+                                               "int Renames.renamedByOther(int)"});
+  ASSERT_TRUE(ev.count("self-renamed-worker-thread"));
+  EXPECT_EQ(ev.at("self-renamed-worker-thread").size(), 2u * (4 + 5));  // beforeRename(3), afterRename(4)
+  ASSERT_TRUE(ev.count("other-renamed-by-main"));
+  EXPECT_EQ(ev.at("other-renamed-by-main").size(), 2u * (3 + 6));
+}
+
+// --threads is checked again when a Java thread renames itself: the worker is
+// traced from its rename on, and no other thread is.
+TEST_P(JvmModes, ThreadSelectedByItsNewNameIsTracedFromTheRenameOn) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir(std::string("jvm-renames-select-") + GetParam());
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--jvm-mode", GetParam(), "--threads",
+                                  "self-renamed-*", "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES,
+                                  "Renames"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir);
+  ASSERT_EQ(dumps.size(), 1u);
+  const format::Dump d = MustOpen(dumps[0]);
+  ASSERT_EQ(d.threads.size(), 1u);
+  EXPECT_EQ(d.threads[0].name, "self-renamed-worker-thread");
+  const Threads ev = RecordedEvents(dumps[0], {"int Renames.beforeRename(int)", "int Renames.afterRename(int)"});
+  ASSERT_TRUE(ev.count("self-renamed-worker-thread"));
+  const auto& got = ev.at("self-renamed-worker-thread");
+  ASSERT_EQ(got.size(), 2u * 5);
+  for (const auto& e : got) EXPECT_EQ(e.method, "int Renames.afterRename(int)");
+}
+
 // `lookback dump PID` (the control socket) and the dump signal, which for a
 // JVM is SIGPWR (HotSpot takes SIGUSR2 for itself), both dump a running JVM,
 // which runs on and exits normally.

@@ -77,7 +77,7 @@ fs::path TmpDir(const std::string& name) {
 }
 
 struct Stats {
-  size_t classes = 0, changed = 0, errors = 0, traced = 0;
+  size_t classes = 0, changed = 0, errors = 0, traced = 0, rename_hooked = 0;
   std::map<SkipReason, size_t> skipped;
   std::vector<std::string> error_messages;
   std::vector<std::string> malformed;  // class.method: detail
@@ -101,6 +101,7 @@ Stats RewriteTree(const fs::path& in, const fs::path& out, const std::string& ow
   uint32_t next = first_id;
   RewriteRequest req;
   req.probe.owner = owner;
+  req.rename_hook = true;
   req.assign_id = [&](std::string_view c, std::string_view m, std::string_view d) -> std::optional<uint32_t> {
     if (ids_out.is_open()) ids_out << next << " " << c << " " << m << " " << d << "\n";
     return next++;
@@ -114,6 +115,7 @@ Stats RewriteTree(const fs::path& in, const fs::path& out, const std::string& ow
       st.error_messages.push_back(p.string() + ": " + r.error);
     }
     if (r.changed) ++st.changed;
+    if (r.rename_hooked) ++st.rename_hooked;
     st.traced += r.traced.size();
     for (const auto& s : r.skipped) {
       ++st.skipped[s.reason];
@@ -456,6 +458,7 @@ TEST(JvmPrograms, AllOfJavaBaseRewritesAndBootsUnderXverifyAll) {
   EXPECT_EQ(st.errors, 0u);
   EXPECT_GT(st.changed, 5000u);
   EXPECT_GT(st.skipped[SkipReason::kIntrinsicCandidate], 100u);
+  EXPECT_EQ(st.rename_hooked, 1u);  // java.lang.Thread.setName, verified below with the rest
   fs::copy(fs::path(LOOKBACK_JVM_BASE_PROBE) / "java", out / "java", fs::copy_options::recursive |
                                                                           fs::copy_options::overwrite_existing);
   fs::remove(out / "module-info.class");

@@ -41,6 +41,7 @@ namespace lookback::jvm {
 
 RuntimeApi g_runtime;
 AgentStats g_stats;
+jvmtiEnv* g_jvmti = nullptr;
 
 namespace {
 
@@ -53,9 +54,10 @@ struct Options {
   std::string error;
 };
 
-jvmtiEnv* g_jvmti = nullptr;
 Options g_options;
 std::atomic<bool> g_probe_ready{false};  // java.lang.LookbackProbe defined: classes may call it
+// Listener mode: the only class rewritten is java.lang.Thread, for its rename hook.
+std::atomic<bool> g_rename_hook_only{false};
 std::atomic<uint32_t> g_next_id{1};
 
 void Say(const std::string& line) {
@@ -138,9 +140,13 @@ uint32_t NewMethod(std::string_view cls, std::string_view name, std::string_view
 void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv*, jclass, jobject, const char* name, jobject, jint len,
                              const unsigned char* data, jint* new_len, unsigned char** new_data) {
   if (!g_probe_ready.load(std::memory_order_acquire) || name == nullptr || NeverRewritten(name)) return;
+  const bool hook_only = g_rename_hook_only.load(std::memory_order_relaxed);
+  if (hook_only && name != kRenameHookClass) return;
   RewriteRequest req;
-  req.assign_id = [](std::string_view cls, std::string_view method, std::string_view desc) -> std::optional<uint32_t> {
-    if (!Selected(JavaClassName(cls) + "." + std::string(method))) return std::nullopt;
+  req.rename_hook = true;
+  req.assign_id = [hook_only](std::string_view cls, std::string_view method,
+                              std::string_view desc) -> std::optional<uint32_t> {
+    if (hook_only || !Selected(JavaClassName(cls) + "." + std::string(method))) return std::nullopt;
     return NewMethod(cls, method, desc);
   };
   RewriteResult r = RewriteClass(data, static_cast<size_t>(len), req);
@@ -157,23 +163,42 @@ void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv*, jclass, jobject, const ch
   *new_data = out;
 }
 
-// Defines java.lang.LookbackProbe into java.base and binds its natives; then
-// classes loaded from now on are rewritten, and those loaded before (most of
-// java.base's start-up classes) are retransformed.
-bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
+// Defines java.lang.LookbackProbe into java.base and binds its natives.
+jclass DefineProbe(JNIEnv* jni) {
   const std::vector<uint8_t> bytes = ProbeClassBytes();
   jclass probe = jni->DefineClass(kProbeClass, nullptr, reinterpret_cast<const jbyte*>(bytes.data()),
                                   static_cast<jsize>(bytes.size()));
   if (probe == nullptr) {
     jni->ExceptionDescribe();
     jni->ExceptionClear();
-    Say("cannot define java.lang.LookbackProbe: inline mode is off (run with mode=listener)");
-    return false;
+    Say("cannot define java.lang.LookbackProbe: inline mode and thread renames are off");
+    return nullptr;
   }
   if (!LinkProbeNatives(jni, probe)) {
-    Say("cannot bind java.lang.LookbackProbe's natives: inline mode is off");
-    return false;
+    Say("cannot bind java.lang.LookbackProbe's natives: inline mode and thread renames are off");
+    return nullptr;
   }
+  return probe;
+}
+
+// Listener mode: the probe class exists for Thread.setName's rename hook only.
+void StartRenameHook(jvmtiEnv* jvmti, JNIEnv* jni) {
+  if (DefineProbe(jni) == nullptr) return;
+  g_rename_hook_only.store(true, std::memory_order_relaxed);
+  g_probe_ready.store(true, std::memory_order_release);
+  jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+  jclass thread = jni->FindClass("java/lang/Thread");
+  if (thread == nullptr || jvmti->RetransformClasses(1, &thread) != JVMTI_ERROR_NONE) {
+    jni->ExceptionClear();
+    g_stats.retransform_failed.fetch_add(1);
+  }
+}
+
+// Defines the probe class; then classes loaded from now on are rewritten, and
+// those loaded before (most of java.base's start-up classes) are retransformed.
+bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
+  jclass probe = DefineProbe(jni);
+  if (probe == nullptr) return false;
   jfieldID on = jni->GetStaticFieldID(probe, kProbeOnField, "Z");
   if (on == nullptr) {
     jni->ExceptionClear();
@@ -243,35 +268,16 @@ void JNICALL OnMethodExit(jvmtiEnv* jvmti, JNIEnv*, jthread, jmethodID m, jboole
   if (const uint32_t id = ListenerId(jvmti, m)) g_runtime.exit(MethodKey(id));
 }
 
-// ---- threads ---------------------------------------------------------------
+// ---- threads (threads.cc) -------------------------------------------------
 
-// Names the calling thread with its Java name (ThreadStart and VMInit run on
-// the thread concerned, before its first Java frame).
-void NameThisThread(jvmtiEnv* jvmti, jthread thread) {
-  jvmtiThreadInfo info{};
-  if (jvmti->GetThreadInfo(thread, &info) != JVMTI_ERROR_NONE) return;
-  if (info.name != nullptr) {
-    g_runtime.set_thread_name(info.name);
-    jvmti->Deallocate(reinterpret_cast<unsigned char*>(info.name));
-  }
-}
-
-// The launcher's main thread detaches when main returns and attaches again
-// as "DestroyJavaVM" to wait for the other threads: it keeps its first name.
-thread_local bool t_named = false;
-
-void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv*, jthread thread) {
-  if (t_named) return;
-  t_named = true;
-  NameThisThread(jvmti, thread);
-}
+void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) { NameStartingThread(jvmti, jni, thread); }
 
 void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
-  t_named = true;
-  NameThisThread(jvmti, thread);
+  NameStartingThread(jvmti, jni, thread);
   if (g_options.mode == Mode::kInline) {
     StartInline(jvmti, jni);
   } else {
+    StartRenameHook(jvmti, jni);
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_ENTRY, nullptr);
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_EXIT, nullptr);
   }
@@ -307,6 +313,8 @@ bool LoadRuntime() {
   g_runtime.set_key_name = reinterpret_cast<int (*)(uint64_t, const char*)>(dlsym(loaded, "lb_set_key_name"));
   g_runtime.set_thread_name = reinterpret_cast<int (*)(const char*)>(dlsym(loaded, "lb_thread_set_name"));
   g_runtime.set_note = reinterpret_cast<int (*)(const char*, const char*)>(dlsym(loaded, "lb_set_note"));
+  g_runtime.set_thread_name_of =
+      reinterpret_cast<int (*)(uint32_t, const char*)>(dlsym(loaded, "lb_thread_set_name_of"));
   if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name) {
     Say("liblookback.so is from another lookback version (missing lb_thread_set_name): the JVM runs untraced");
     return false;
@@ -343,6 +351,7 @@ extern "C" JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void*)
   } else {
     caps.can_generate_method_entry_events = 1;
     caps.can_generate_method_exit_events = 1;
+    caps.can_retransform_classes = 1;  // java.lang.Thread, for the rename hook
   }
   if (!Check(g_jvmti->AddCapabilities(&caps), "AddCapabilities")) return JNI_OK;
   jvmtiEventCallbacks cb{};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <jni.h>
+#include <jvmti.h>
 
 #include <atomic>
 #include <cstdint>
@@ -19,12 +20,19 @@ struct RuntimeApi {
   void (*exit)(uint64_t key) = nullptr;
   int (*set_key_name)(uint64_t key, const char* name) = nullptr;
   int (*set_thread_name)(const char* name) = nullptr;
+  int (*set_thread_name_of)(uint32_t tid, const char* name) = nullptr;  // optional (older runtimes lack it)
   int (*set_note)(const char* key, const char* value) = nullptr;
 };
 extern RuntimeApi g_runtime;
 
 // LB_METHOD_KEY (lookback.h): method ids live above every native address.
 inline uint64_t MethodKey(uint32_t id) { return uint64_t{1} << 55 | id; }
+
+// Thread names (threads.cc): ThreadStart/VMInit on the thread itself, and
+// Thread.setName through the rename hook (returns the name to set).
+void NameStartingThread(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread);
+jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name);
+extern jvmtiEnv* g_jvmti;
 
 // Links java.lang.LookbackProbe.enterNative/exitNative (natives.cc).
 bool LinkProbeNatives(JNIEnv* jni, jclass probe);

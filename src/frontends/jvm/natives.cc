@@ -32,6 +32,11 @@ JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_exitNative(jint id) 
   if (id != 0) g_runtime.exit(MethodKey(static_cast<uint32_t>(id)));
 }
 
+// Thread.setName's rename hook (rewriter.h): rare, so a plain JNI call.
+JNIEXPORT jstring JNICALL Java_java_lang_LookbackProbe_renaming(JNIEnv* jni, jclass, jobject thread, jstring name) {
+  return lookback::jvm::g_jvmti ? lookback::jvm::OnRename(lookback::jvm::g_jvmti, jni, thread, name) : name;
+}
+
 }  // extern "C"
 
 namespace lookback::jvm {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "frontends/jvm/rewriter.h"
+
 namespace lookback::jvm {
 namespace {
 
@@ -31,7 +33,7 @@ class Writer {
 enum : uint16_t {
   kThisName = 1, kThis, kObjectName, kObject, kOnName, kBoolDesc, kOnNat, kOnField, kEnterNativeName, kIntVoid,
   kEnterNativeNat, kEnterNativeRef, kExitNativeName, kExitNativeNat, kExitNativeRef, kEnterName, kExitName, kCodeName,
-  kPoolCount
+  kRenamingName, kRenamingDesc, kPoolCount
 };
 
 constexpr uint16_t kPublic = 0x0001, kPrivate = 0x0002, kStatic = 0x0008, kFinal = 0x0010, kSuper = 0x0020,
@@ -60,10 +62,10 @@ void ProbeMethod(Writer* w, uint16_t name, uint16_t native_ref) {
   w->U2(0);  // attributes
 }
 
-void NativeMethod(Writer* w, uint16_t name) {
-  w->U2(kPrivate | kStatic | kNative);
+void NativeMethod(Writer* w, uint16_t access, uint16_t name, uint16_t desc) {
+  w->U2(access | kStatic | kNative);
   w->U2(name);
-  w->U2(kIntVoid);
+  w->U2(desc);
   w->U2(0);
 }
 
@@ -93,6 +95,8 @@ std::vector<uint8_t> ProbeClassBytes() {
   w.Utf8("enter");                                   // 16
   w.Utf8("exit");                                    // 17
   w.Utf8("Code");                                    // 18
+  w.Utf8("renaming");                                // 19
+  w.Utf8(std::string(kRenamingDescriptor));          // 20
   w.U2(kPublic | kFinal | kSuper);
   w.U2(kThis);
   w.U2(kObject);
@@ -102,11 +106,12 @@ std::vector<uint8_t> ProbeClassBytes() {
   w.U2(kOnName);
   w.U2(kBoolDesc);
   w.U2(0);
-  w.U2(4);  // methods
+  w.U2(5);  // methods
   ProbeMethod(&w, kEnterName, kEnterNativeRef);
   ProbeMethod(&w, kExitName, kExitNativeRef);
-  NativeMethod(&w, kEnterNativeName);
-  NativeMethod(&w, kExitNativeName);
+  NativeMethod(&w, kPrivate, kEnterNativeName, kIntVoid);
+  NativeMethod(&w, kPrivate, kExitNativeName, kIntVoid);
+  NativeMethod(&w, kPublic, kRenamingName, kRenamingDesc);
   w.U2(0);  // class attributes
   return w.Take();
 }

@@ -8,6 +8,9 @@
 //     public static void exit(int id)  { if (on) exitNative(id); }
 //     private static native void enterNative(int id);   // natives.cc
 //     private static native void exitNative(int id);
+//     // Thread.setName's first call (the rename hook, rewriter.h): returns the
+//     // name to set, and tells lookback the thread's new name.
+//     public static native String renaming(Thread t, String name);
 //   }
 //
 // enter/exit are tiny, so the JIT inlines them into every caller: with

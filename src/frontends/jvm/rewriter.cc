@@ -116,11 +116,20 @@ struct ProbeRefs {
   uint16_t enter = 0, exit = 0;
 };
 
+// What goes into a method: probes (a traced method), and code at its start
+// after the entry probe (the rename hook).
+struct Insertion {
+  bool probes = true;
+  std::vector<uint8_t> prefix;  // must leave the stack as it found it, and touch no local's type
+  uint16_t prefix_stack = 0;    // stack slots the prefix needs
+};
+
 class MethodRewriter {
  public:
   MethodRewriter(ClassFile& cf, std::string_view class_name, std::string_view name, std::string_view desc,
-                 uint16_t access, ProbeRefs probes)
-      : cf_(cf), class_name_(class_name), name_(name), desc_(desc), access_(access), probes_(probes) {}
+                 uint16_t access, ProbeRefs probes, Insertion insertion)
+      : cf_(cf), class_name_(class_name), name_(name), desc_(desc), access_(access), probes_(probes),
+        ins_(std::move(insertion)) {}
 
   MethodOutcome Run(const Attribute& code_attr);
 
@@ -155,6 +164,7 @@ class MethodRewriter {
   std::string class_name_, name_, desc_;
   uint16_t access_;
   ProbeRefs probes_;
+  Insertion ins_;
   CodeAttribute code_;
   std::vector<Insn> insns_;
   std::vector<int32_t> index_of_;
@@ -186,10 +196,10 @@ void MethodRewriter::Layout() {
   // Widening only grows code, so iterate until no branch needs it; padding of
   // switches follows the positions each round.
   for (;;) {
-    uint32_t pos = kProbeLength;
+    uint32_t pos = (ins_.probes ? kProbeLength : 0) + static_cast<uint32_t>(ins_.prefix.size());
     for (size_t k = 0; k < n; ++k) {
       start_[k] = pos;
-      if (IsReturn(insns_[k].op)) pos += kProbeLength;
+      if (ins_.probes && IsReturn(insns_[k].op)) pos += kProbeLength;
       at_[k] = pos;
       pos += InsnSize(k, pos);
     }
@@ -217,12 +227,13 @@ std::optional<std::string> MethodRewriter::Emit(std::vector<uint8_t>& out, std::
     PutU1(out, kOpInvokestatic);
     PutU2(out, method);
   };
-  probe(probes_.enter);
+  if (ins_.probes) probe(probes_.enter);
+  PutBytes(out, ins_.prefix);
   const auto& code = code_.code;
   for (size_t k = 0; k < insns_.size(); ++k) {
     const Insn& in = insns_[k];
     if (out.size() != start_[k]) return "layout mismatch";
-    if (IsReturn(in.op)) probe(probes_.exit);
+    if (ins_.probes && IsReturn(in.op)) probe(probes_.exit);
     const uint32_t at = at_[k];
     if (IsShortBranch(in.op)) {
       int64_t target = MapTarget(BranchTargets(code, in)[0]);
@@ -266,6 +277,7 @@ std::optional<std::string> MethodRewriter::Emit(std::vector<uint8_t>& out, std::
     if (out.size() != at + InsnSize(k, at)) return "instruction size mismatch";
   }
   if (out.size() != end_code_) return "layout mismatch at the end";
+  if (!ins_.probes) return std::nullopt;
   probe(probes_.exit);
   PutU1(out, kOpAthrow);
   if (pre_super_) {  // the same code; only its stack map frame differs
@@ -349,7 +361,7 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
 
   // The states the simulator reports are needed for constructors (where does
   // `this` become initialized) and for widened conditional branches.
-  const bool ctor = name_ == "<init>" && class_name_ != "java/lang/Object";
+  const bool ctor = ins_.probes && name_ == "<init>" && class_name_ != "java/lang/Object";
   std::vector<std::optional<SlotState>> states;
   auto simulate = [&] {
     if (!states.empty()) return;
@@ -408,7 +420,8 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
   wide_.assign(insns_.size(), false);
   Layout();
   const uint32_t pre_super_handler = end_code_ + kHandlerLength;
-  const uint64_t new_length = uint64_t{pre_super_handler} + (pre_super_ ? kHandlerLength : 0);
+  const uint64_t new_length =
+      ins_.probes ? uint64_t{pre_super_handler} + (pre_super_ ? kHandlerLength : 0) : uint64_t{end_code_};
   if (new_length > 65535) return Skip(SkipReason::kTooLarge, "code would exceed 65535 bytes");
 
   // Frames: the original ones at their new offsets, plus one after each
@@ -438,10 +451,12 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
     for (auto& v : nf.stack) v = MapVType(v);
     frames.push_back(std::move(nf));
   }
-  Frame handler;
-  handler.offset = end_code_;
-  handler.stack.push_back(VType::Object("java/lang/Throwable"));
-  frames.push_back(std::move(handler));
+  if (ins_.probes) {
+    Frame handler;
+    handler.offset = end_code_;
+    handler.stack.push_back(VType::Object("java/lang/Throwable"));
+    frames.push_back(std::move(handler));
+  }
   if (pre_super_) {
     Frame h;
     h.offset = pre_super_handler;
@@ -453,15 +468,19 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
 
   MethodOutcome o;
   CodeAttribute nc;
-  nc.max_stack = std::max<uint16_t>(static_cast<uint16_t>(code_.max_stack + 1), 2);
+  // The probes push one int above whatever is there (a return value); the
+  // prefix runs on the empty stack at the start.
+  nc.max_stack = std::max<uint16_t>(static_cast<uint16_t>(code_.max_stack + (ins_.probes ? 1 : 0)),
+                                    std::max<uint16_t>(ins_.probes ? 2 : 0, ins_.prefix_stack));
   nc.max_locals = code_.max_locals;
   std::vector<size_t> pushes;
   if (auto err = Emit(nc.code, pushes)) return Skip(SkipReason::kMalformed, *err);
   for (const auto& e : code_.exceptions)
     nc.exceptions.push_back({static_cast<uint16_t>(MapTarget(e.start_pc)), static_cast<uint16_t>(MapTarget(e.end_pc)),
                              static_cast<uint16_t>(MapTarget(e.handler_pc)), e.catch_type});
-  nc.exceptions.push_back({static_cast<uint16_t>(start_[cover_from_]), static_cast<uint16_t>(end_code_),
-                           static_cast<uint16_t>(end_code_), 0});
+  if (ins_.probes)
+    nc.exceptions.push_back({static_cast<uint16_t>(start_[cover_from_]), static_cast<uint16_t>(end_code_),
+                             static_cast<uint16_t>(end_code_), 0});
   if (pre_super_)
     nc.exceptions.push_back({static_cast<uint16_t>(start_[0]), static_cast<uint16_t>(at_[cover_from_ - 1]),
                              static_cast<uint16_t>(pre_super_handler), 0});
@@ -483,7 +502,7 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
     }
     nc.attributes.push_back(std::move(na));
   }
-  if (!wrote_smt) {
+  if (!wrote_smt && !frames.empty()) {
     Attribute na;
     na.name_index = cf_.cp.AddUtf8("StackMapTable");
     if (!na.name_index) return Skip(SkipReason::kTooLarge, "constant pool full");
@@ -567,7 +586,15 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
       skip(SkipReason::kMalformed, "not exactly one Code attribute");
       continue;
     }
-    if (!probes.enter) {
+    const bool hook = req.rename_hook && res.class_name == kRenameHookClass && *name == kRenameHookMethod &&
+                      *desc == kRenameHookDescriptor && !(m.access_flags & kAccStatic);
+    // A hooked method is decided first: it is rewritten for the hook even
+    // when it is not traced.
+    std::optional<uint32_t> id;
+    if (hook) id = req.assign_id ? req.assign_id(res.class_name, *name, *desc) : std::nullopt;
+    Insertion ins;
+    ins.probes = !hook || id.has_value();
+    if (!probes.enter && ins.probes) {
       probes.enter = cf.cp.AddMethodref(req.probe.owner, req.probe.enter, "(I)V");
       probes.exit = cf.cp.AddMethodref(req.probe.owner, req.probe.exit, "(I)V");
       if (!probes.enter || !probes.exit) {
@@ -576,40 +603,53 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
         return res;
       }
     }
-    MethodRewriter mr(cf, res.class_name, *name, *desc, m.access_flags, probes);
+    if (hook) {
+      const uint16_t renaming = cf.cp.AddMethodref(req.probe.owner, req.probe.renaming, std::string(kRenamingDescriptor));
+      if (!renaming) {
+        res.error = "constant pool full";
+        res.traced.clear();
+        return res;
+      }
+      ins.prefix = {kOpAload0, kOpAload1, kOpInvokestatic, static_cast<uint8_t>(renaming >> 8),
+                    static_cast<uint8_t>(renaming), kOpAstore1};
+      ins.prefix_stack = 2;
+    }
+    MethodRewriter mr(cf, res.class_name, *name, *desc, m.access_flags, probes, std::move(ins));
     MethodOutcome o = mr.Run(*code);
     if (o.skip) {
       skip(*o.skip, std::move(o.detail));
       continue;
     }
-    std::optional<uint32_t> id = req.assign_id ? req.assign_id(res.class_name, *name, *desc) : std::nullopt;
+    if (!hook) id = req.assign_id ? req.assign_id(res.class_name, *name, *desc) : std::nullopt;
     if (!id) {
       skip(SkipReason::kExcluded);
-      continue;
-    }
-    // sipush takes ids up to 32767; larger ones come from an Integer constant
-    // through ldc_w, which is also 3 bytes, so the layout does not change.
-    uint8_t push[3];
-    if (*id <= 32767) {
-      push[0] = kOpSipush;
-      push[1] = static_cast<uint8_t>(*id >> 8);
-      push[2] = static_cast<uint8_t>(*id);
+      if (!hook) continue;
     } else {
-      uint16_t c = cf.cp.AddInteger(static_cast<int32_t>(*id));
-      if (!c) {
-        res.error = "constant pool full";
-        res.traced.clear();
-        return res;
+      // sipush takes ids up to 32767; larger ones come from an Integer constant
+      // through ldc_w, which is also 3 bytes, so the layout does not change.
+      uint8_t push[3];
+      if (*id <= 32767) {
+        push[0] = kOpSipush;
+        push[1] = static_cast<uint8_t>(*id >> 8);
+        push[2] = static_cast<uint8_t>(*id);
+      } else {
+        uint16_t c = cf.cp.AddInteger(static_cast<int32_t>(*id));
+        if (!c) {
+          res.error = "constant pool full";
+          res.traced.clear();
+          return res;
+        }
+        push[0] = kOpLdcW;
+        push[1] = static_cast<uint8_t>(c >> 8);
+        push[2] = static_cast<uint8_t>(c);
       }
-      push[0] = kOpLdcW;
-      push[1] = static_cast<uint8_t>(c >> 8);
-      push[2] = static_cast<uint8_t>(c);
+      for (size_t p : o.id_pushes) std::copy(push, push + kPushLength, o.code_attribute.begin() + static_cast<ptrdiff_t>(p));
+      res.traced.push_back({std::string(*name), std::string(*desc), *id, m.access_flags});
     }
-    for (size_t p : o.id_pushes) std::copy(push, push + kPushLength, o.code_attribute.begin() + static_cast<ptrdiff_t>(p));
     code->info = std::move(o.code_attribute);
-    res.traced.push_back({std::string(*name), std::string(*desc), *id, m.access_flags});
+    res.rename_hooked |= hook;
   }
-  if (!res.traced.empty()) {
+  if (!res.traced.empty() || res.rename_hooked) {
     res.bytes = cf.Write();
     res.changed = true;
   }

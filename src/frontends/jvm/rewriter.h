@@ -21,6 +21,9 @@
 // call or while computing its arguments leaves the constructor's enter without
 // an exit. Everything after super() returns is covered.
 //
+// Thread.setName can also get a rename hook (RewriteRequest::rename_hook),
+// traced or not.
+//
 // Not rewritten (RewriteResult::error set): class files older than version 50
 // (no StackMapTable; their jsr/ret subroutines are out of scope) and malformed
 // class files. Skipped per method: see SkipReason.
@@ -40,7 +43,16 @@ struct ProbeNames {  // the static methods the probes call, descriptor (I)V each
   std::string owner = "java/lang/LookbackProbe";
   std::string enter = "enter";
   std::string exit = "exit";
+  // The rename hook (RewriteRequest::rename_hook): owner.renaming(Thread, String) returns the
+  // name that Thread.setName goes on to set.
+  std::string renaming = "renaming";
 };
+
+// The method the rename hook goes into, whether or not it is traced.
+inline constexpr std::string_view kRenameHookClass = "java/lang/Thread";
+inline constexpr std::string_view kRenameHookMethod = "setName";
+inline constexpr std::string_view kRenameHookDescriptor = "(Ljava/lang/String;)V";
+inline constexpr std::string_view kRenamingDescriptor = "(Ljava/lang/Thread;Ljava/lang/String;)Ljava/lang/String;";
 
 enum class SkipReason {
   kNative,
@@ -74,6 +86,11 @@ struct RewriteRequest {
   std::function<std::optional<uint32_t>(std::string_view class_name, std::string_view method_name,
                                         std::string_view descriptor)>
       assign_id;
+  // Thread.setName(String) starts with
+  //   aload_0; aload_1; invokestatic probe.owner.renaming(Thread, String)String; astore_1
+  // (after the entry probe when it is traced), so the agent sees every rename, of the calling
+  // thread or another, and can substitute the name that is set (Nanoscope's control names).
+  bool rename_hook = false;
 };
 
 struct RewriteResult {
@@ -82,6 +99,7 @@ struct RewriteResult {
   std::string class_name;      // internal form, a/b/C
   std::vector<TracedMethod> traced;
   std::vector<SkippedMethod> skipped;
+  bool rename_hooked = false;  // the rename hook went in
   std::string error;  // non-empty: the class could not be rewritten (malformed/unsupported); leave it unmodified
 };
 

@@ -11,6 +11,8 @@ public final class LookbackProbe {
 
   public static synchronized void enter(int id) { enters++; }
   public static synchronized void exit(int id) { exits++; }
+  // The rename hook in Thread.setName (the agent's is native).
+  public static String renaming(Thread t, String name) { return name; }
   // Both counts at one instant: enters - exits is the number of traced frames
   // active on all threads at that moment.
   public static synchronized String counts() { return "probe-enters " + enters + " probe-exits " + exits; }

@@ -1,0 +1,110 @@
+// Java thread names for lookback: every traced thread carries its Java name
+// (whole, not the kernel's 15 bytes) in dumps, exporters and LOOKBACK_THREADS
+// globs, and keeps it through Thread.setName.
+//
+// Two ways a name arrives:
+//   - JVMTI ThreadStart (and VMInit for the main thread) runs on the new
+//     thread before its first Java frame: the name it has then.
+//   - Thread.setName(String), whose first call is the rename hook
+//     (rewriter.h) -> java.lang.LookbackProbe.renaming -> OnRename, in both
+//     modes. A thread renaming itself names its own ring; one thread renaming
+//     another goes through lb_thread_set_name_of with the target's kernel tid,
+//     which ThreadStart stored in the target's JVMTI thread-local storage.
+//
+// The race between the two: setName on a thread that is alive but has not
+// reached ThreadStart yet finds no tid and its new name is not yet in the
+// Thread object (the hook runs first). Such renames wait in g_pending, which
+// ThreadStart reads after it has stored the tid and read the name; both sides
+// hold g_mutex, so one of them always sees the other.
+#include <jni.h>
+#include <jvmti.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "frontends/jvm/jvm_agent.h"
+
+namespace lookback::jvm {
+namespace {
+
+std::mutex g_mutex;
+struct Pending {
+  jobject thread;  // global reference
+  std::string name;
+};
+std::vector<Pending> g_pending;  // bounded: the oldest gives way
+constexpr size_t kMaxPending = 64;
+
+// The launcher's main thread detaches when main returns and attaches again
+// as "DestroyJavaVM" to wait for the other threads: it keeps its first name.
+thread_local bool t_named = false;
+
+uint32_t Gettid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+
+}  // namespace
+
+void NameStartingThread(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
+  if (t_named) return;
+  t_named = true;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  jvmti->SetThreadLocalStorage(thread, reinterpret_cast<const void*>(static_cast<uintptr_t>(Gettid())));
+  jvmtiThreadInfo info{};
+  if (jvmti->GetThreadInfo(thread, &info) == JVMTI_ERROR_NONE && info.name != nullptr) {
+    g_runtime.set_thread_name(info.name);
+    jvmti->Deallocate(reinterpret_cast<unsigned char*>(info.name));
+  }
+  for (size_t i = 0; i < g_pending.size(); ++i) {
+    if (!jni->IsSameObject(g_pending[i].thread, thread)) continue;
+    g_runtime.set_thread_name(g_pending[i].name.c_str());
+    jni->DeleteGlobalRef(g_pending[i].thread);
+    g_pending.erase(g_pending.begin() + static_cast<ptrdiff_t>(i));
+    break;
+  }
+}
+
+jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name) {
+  if (thread == nullptr || name == nullptr) return name;  // setName(null) throws after us
+  const char* utf = jni->GetStringUTFChars(name, nullptr);
+  if (utf == nullptr) {
+    jni->ExceptionClear();
+    return name;
+  }
+  const std::string text(utf);
+  jni->ReleaseStringUTFChars(name, utf);
+
+  jthread current = nullptr;
+  const bool self = jvmti->GetCurrentThread(&current) == JVMTI_ERROR_NONE && jni->IsSameObject(thread, current);
+  if (current != nullptr) jni->DeleteLocalRef(current);
+  if (self) {
+    g_runtime.set_thread_name(text.c_str());
+    return name;
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  void* stored = nullptr;
+  const jvmtiError e = jvmti->GetThreadLocalStorage(thread, &stored);
+  if (e == JVMTI_ERROR_THREAD_NOT_ALIVE) return name;  // not started (ThreadStart reads the name) or ended
+  if (e == JVMTI_ERROR_NONE && stored != nullptr) {
+    if (g_runtime.set_thread_name_of != nullptr) {
+      g_runtime.set_thread_name_of(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(stored)), text.c_str());
+    }
+    return name;
+  }
+  if (e != JVMTI_ERROR_NONE) return name;
+  for (Pending& p : g_pending) {
+    if (jni->IsSameObject(p.thread, thread)) {
+      p.name = text;
+      return name;
+    }
+  }
+  if (g_pending.size() >= kMaxPending) {
+    jni->DeleteGlobalRef(g_pending.front().thread);
+    g_pending.erase(g_pending.begin());
+  }
+  if (jobject ref = jni->NewGlobalRef(thread)) g_pending.push_back({ref, text});
+  return name;
+}
+
+}  // namespace lookback::jvm

@@ -80,11 +80,16 @@ bool g_program_lock = false;   // __atomic: a spinlock
 // The crash signal whose program handler is running on this thread (0: none):
 // exit()/_exit() called from it end the process because of that crash.
 __thread int t_in_program_handler __attribute__((tls_model("initial-exec"))) = 0;
+// That crash's fault address: a handler that ends the process by abort()
+// (HotSpot's, after writing hs_err) raises SIGABRT, but the crash is the
+// signal whose handler was running, and the dump says so.
+__thread uint64_t t_program_handler_addr __attribute__((tls_model("initial-exec"))) = 0;
 std::atomic<int> g_crash_state{0};  // 0 none, 1 waiting for the control thread, 2 dumped
 std::atomic<int> g_crash_signal{0};
 std::atomic<uint32_t> g_crash_tid{0};
 std::atomic<uint64_t> g_crash_tsc{0};
 std::atomic<uint64_t> g_crash_addr{0};
+std::atomic<int> g_crash_via{0};  // the signal that then ended the process, when not the crash's own
 std::atomic<int> g_done_fd{-1};
 
 void WaitForDump() {
@@ -158,19 +163,32 @@ bool RunProgramHandler(int sig, siginfo_t* info, void* context) {
   }
   pthread_sigmask(SIG_BLOCK, &mask, &old);
   const int outer = t_in_program_handler;
+  const uint64_t outer_addr = t_program_handler_addr;
   t_in_program_handler = sig;
+  t_program_handler_addr = info ? reinterpret_cast<uint64_t>(info->si_addr) : 0;
   if (prog.sa_flags & SA_SIGINFO) {
     prog.sa_sigaction(sig, info, context);
   } else {
     prog.sa_handler(sig);
   }
   t_in_program_handler = outer;
+  t_program_handler_addr = outer_addr;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return true;
 }
 
-// Wakes the control thread for a crash dump of `sig` and waits for it.
+// Wakes the control thread for a crash dump of `sig` and waits for it. When
+// the program's handler for another crash signal is running on this thread
+// and `sig` comes from it (abort()), or it calls exit(), the crash is that
+// other signal, at its address; `sig` is what ended the process.
 void DumpCrash(int sig, siginfo_t* info) {
+  int via = 0;
+  uint64_t addr = info ? reinterpret_cast<uint64_t>(info->si_addr) : 0;
+  if (t_in_program_handler != 0) {
+    if (t_in_program_handler != sig) via = sig;
+    sig = t_in_program_handler;
+    addr = t_program_handler_addr;
+  }
   const uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
   const bool traced = R().any_traced.load(std::memory_order_relaxed);
   const int wake = CrashWakeFd();
@@ -180,7 +198,8 @@ void DumpCrash(int sig, siginfo_t* info) {
     g_crash_signal.store(sig);
     g_crash_tid.store(tid);
     g_crash_tsc.store(__rdtsc());
-    g_crash_addr.store(info ? reinterpret_cast<uint64_t>(info->si_addr) : 0);
+    g_crash_addr.store(addr);
+    g_crash_via.store(via);
     lb_tls_ring = nullptr;  // the chained handler's calls would land after the snapshot anyway
     uint64_t one = 1;
     ssize_t ignored = write(wake, &one, sizeof one);
@@ -314,8 +333,7 @@ int ProgramSigaction(int sig, const struct sigaction* act, struct sigaction* old
 }
 
 void ExitFromProgramHandler() {
-  const int sig = t_in_program_handler;
-  if (sig != 0) DumpCrash(sig, nullptr);
+  if (t_in_program_handler != 0) DumpCrash(t_in_program_handler, nullptr);
 }
 
 }  // namespace lookback::rt
@@ -373,9 +391,11 @@ int CrashWakeFd() { return ControlWakeFd(); }
 bool CrashPending(Trigger* t) {
   if (g_crash_state.load() != 1) return false;
   const int sig = g_crash_signal.load();
-  char subject[96];
-  snprintf(subject, sizeof subject, "%s at address 0x%llx", strsignal(sig),
-           static_cast<unsigned long long>(g_crash_addr.load()));
+  char subject[160];
+  const int via = g_crash_via.load();
+  snprintf(subject, sizeof subject, "%s at address 0x%llx%s%s%s", strsignal(sig),
+           static_cast<unsigned long long>(g_crash_addr.load()), via ? " (the program's handler then raised " : "",
+           via ? strsignal(via) : "", via ? ")" : "");
   *t = ExplicitTrigger(subject);
   t->kind = Detector::kCrash;
   t->detector = kDetectorNames[static_cast<size_t>(Detector::kCrash)];

@@ -3,6 +3,7 @@
 // every thread equals what the program logged itself, in both modes, with
 // Java thread names; inline and listener modes agree.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -230,6 +231,8 @@ TEST_P(JvmModes, JvmCrashIsDumpedWithTheCrashingJavaMethod) {
   const format::Dump d = MustOpen(run.dump);
   ASSERT_TRUE(d.trigger.has_value());
   EXPECT_EQ(d.trigger->detector, "crash");
+  // The fault, not the SIGABRT with which HotSpot's handler ends the process.
+  EXPECT_EQ(d.trigger->signal, static_cast<uint32_t>(SIGSEGV)) << d.trigger->subject;
   const format::ThreadInfo* crasher = FindThread(d, "crasher");
   ASSERT_NE(crasher, nullptr);
   EXPECT_EQ(d.trigger->tid, crasher->tid);

@@ -384,6 +384,11 @@ TEST_P(CrashOwnHandler, TheProgramsHandlerRunsAndItsCrashIsStillDumped) {
   const format::ThreadInfo* crasher = FindThread(d, "crasher");
   ASSERT_NE(crasher, nullptr);
   EXPECT_EQ(d.trigger->tid, crasher->tid);
+  // The crash is the SIGSEGV whose handler ran, however that handler ended
+  // the process (abort() raises SIGABRT from inside it).
+  EXPECT_EQ(d.trigger->signal, static_cast<uint32_t>(SIGSEGV)) << d.trigger->subject;
+  EXPECT_EQ(d.trigger->subject.find("then raised") != std::string::npos, std::string(c.how) == "abort")
+      << d.trigger->subject;
   const auto stack = OpenStack(Calls(d, *crasher));
   EXPECT_TRUE(InOrder(stack, {"crash_outer", "crash_middle", "crash_here"})) << Join(stack);
 }

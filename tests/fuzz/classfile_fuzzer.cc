@@ -10,6 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lookback::jvm::RewriteRequest req;
+  req.rename_hook = true;
   uint32_t next = 32760;  // crosses the sipush limit, so ldc_w ids are fuzzed too
   req.assign_id = [&](std::string_view, std::string_view, std::string_view) -> std::optional<uint32_t> {
     return next++;

@@ -259,13 +259,55 @@ TEST(JvmRewriter, IdsAboveTheSipushRangeComeFromIntegerConstants) {
   for (const auto& t : r.traced) EXPECT_TRUE(ints.count(t.id)) << t.name;
 }
 
-TEST(JvmRewriter, OldClassFilesAreReportedNotRewritten) {
-  auto bytes = ReadBytes(CorpusFiles().front());
-  bytes[6] = 0;
-  bytes[7] = 49;  // major_version 49: Java 5, no StackMapTable
-  auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
-  EXPECT_FALSE(r.changed);
-  EXPECT_NE(r.error.find("< 50"), std::string::npos) << r.error;
+// A class file as javac 1.5 wrote it: version 49, no StackMapTable.
+std::vector<uint8_t> AsVersion49(const std::vector<uint8_t>& bytes) {
+  auto cf = ClassFile::Parse(bytes);
+  EXPECT_TRUE(cf.ok());
+  if (!cf.ok()) return {};
+  ClassFile& c = cf.value();
+  c.major_version = 49;
+  for (auto& m : c.methods) {
+    for (auto& a : m.attributes) {
+      if (c.AttributeName(a) != "Code") continue;
+      auto code = CodeAttribute::Parse(a.info);
+      EXPECT_TRUE(code.ok());
+      auto& attrs = code.value().attributes;
+      attrs.erase(std::remove_if(attrs.begin(), attrs.end(),
+                                 [&](const Attribute& x) { return c.AttributeName(x) == "StackMapTable"; }),
+                  attrs.end());
+      a.info.clear();
+      EXPECT_FALSE(code.value().Write(a.info).has_value());
+    }
+  }
+  return c.Write();
+}
+
+size_t StackMapTables(const std::vector<uint8_t>& bytes) {
+  auto cf = ClassFile::Parse(bytes);
+  size_t n = 0;
+  for (const auto& m : cf.value().methods) {
+    for (const auto& a : m.attributes) {
+      if (cf.value().AttributeName(a) != "Code") continue;
+      auto code = CodeAttribute::Parse(a.info);
+      if (!code.ok()) continue;
+      const std::vector<Attribute> attrs = code.value().attributes;
+      for (const auto& x : attrs) n += cf.value().AttributeName(x) == "StackMapTable";
+    }
+  }
+  return n;
+}
+
+TEST(JvmRewriter, OldClassFilesGetProbesAndNoStackMapTable) {
+  for (const auto& p : CorpusFiles()) {
+    const auto old = AsVersion49(ReadBytes(p));
+    ASSERT_EQ(StackMapTables(old), 0u);
+    auto r = RewriteClass(old.data(), old.size(), CountingRequest());
+    ASSERT_TRUE(r.error.empty()) << p << ": " << r.error;
+    if (r.traced.empty()) continue;
+    ASSERT_TRUE(r.changed);
+    EXPECT_EQ(StackMapTables(r.bytes), 0u) << p;  // type inference needs none; a wrong one would be worse
+    EXPECT_EQ(ClassFile::Parse(r.bytes).value().major_version, 49);
+  }
 }
 
 TEST(JvmBytecode, InvertsEveryConditionalBranch) {
@@ -340,6 +382,44 @@ TEST(JvmPrograms, RewrittenProgramsBehaveTheSameAndProbesNestExactly) {
     if ((l.rfind("> ", 0) == 0 || l.rfind("< ", 0) == 0) && gt_methods.count(l.substr(2))) filtered.push_back(l);
   EXPECT_EQ(filtered, gt);
   std::printf("ground truth: %zu events, equal to the probe log's\n", gt.size());
+}
+
+// Old class files (version 49: verified by type inference, no frames) run
+// the same when rewritten, under -Xverify:all, and their probes nest exactly
+// (the probe checks each event against StackWalker), exceptions included.
+TEST(JvmPrograms, OldClassFilesRewrittenBehaveTheSameAndProbesNestExactly) {
+  if (!HaveJava()) GTEST_SKIP() << "no javac/java";
+  fs::path tmp = TmpDir("old");
+  for (const auto& p : ClassFiles(LOOKBACK_JVM_OLD_CLASSES)) {
+    WriteBytes(tmp / "old" / fs::relative(p, LOOKBACK_JVM_OLD_CLASSES), AsVersion49(ReadBytes(p)));
+  }
+  Stats st = RewriteTree(tmp / "old", tmp / "rewritten", "lbtest/Probe", 1, tmp / "ids.txt");
+  std::printf("version 49 classes: %s\n", st.Summary().c_str());
+  for (const auto& m : st.malformed) ADD_FAILURE() << "skipped as malformed: " << m;
+  EXPECT_EQ(st.errors, 0u);
+  EXPECT_GE(st.traced, 8u);
+  const std::string java = std::string(LOOKBACK_JAVA) + " -Xverify:all -XX:-UseSharedSpaces";
+  auto [rc0, expected] = Shell(java + " -cp " + (tmp / "old").string() + " lbold.Old");
+  ASSERT_EQ(rc0, 0) << expected;
+  ASSERT_NE(expected.find("old sum"), std::string::npos) << expected;
+  auto [rc1, got] = Shell(java + " -Dlbtest.ids=" + (tmp / "ids.txt").string() + " -Dlbtest.log=" +
+                          (tmp / "probe.log").string() + " -Dlbtest.gt=" + (tmp / "gt.txt").string() + " -cp " +
+                          (tmp / "rewritten").string() + ":" + LOOKBACK_JVM_CLASSES + " lbold.Old");
+  ASSERT_EQ(rc1, 0) << got;
+  EXPECT_EQ(got, expected);
+  auto log = Lines(ReadText(tmp / "probe.log"));
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back().find("errors 0"), log.back().size() - 8) << log.back();
+  size_t enters = 0, exits = 0, fib = 0;
+  for (const auto& l : log) {
+    if (l.rfind("MISMATCH", 0) == 0) ADD_FAILURE() << l;
+    if (l.rfind("> ", 0) == 0) ++enters, fib += l == "> lbold/Old.fib(I)I";
+    if (l.rfind("< ", 0) == 0) ++exits;
+  }
+  EXPECT_EQ(fib, 465u);  // calls of fib(12)
+  // Every exit, Derived(-1)'s included (it throws while computing super()'s
+  // argument: the pre-super catch-all, verified by type inference here).
+  EXPECT_EQ(exits, enters);
 }
 
 // Negative control for the verification harness: a rewritten class whose

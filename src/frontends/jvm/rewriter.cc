@@ -129,7 +129,7 @@ class MethodRewriter {
   MethodRewriter(ClassFile& cf, std::string_view class_name, std::string_view name, std::string_view desc,
                  uint16_t access, ProbeRefs probes, Insertion insertion)
       : cf_(cf), class_name_(class_name), name_(name), desc_(desc), access_(access), probes_(probes),
-        ins_(std::move(insertion)) {}
+        ins_(std::move(insertion)), typed_(cf.major_version >= 51) {}
 
   MethodOutcome Run(const Attribute& code_attr);
 
@@ -155,6 +155,7 @@ class MethodRewriter {
   std::optional<std::string> Emit(std::vector<uint8_t>& out, std::vector<size_t>& pushes);
   std::optional<std::string> RemapTables(std::vector<Frame>& new_frames);
   std::optional<std::string> RemapRanges(Attribute& a, bool local_vars);
+  std::optional<std::string> RemapTypeAnnotations(Attribute& a);
   VType MapVType(VType v) const {
     if (v.tag == VType::kUninit) v.offset = at_[static_cast<size_t>(IndexOf(v.offset))];
     return v;
@@ -165,6 +166,11 @@ class MethodRewriter {
   uint16_t access_;
   ProbeRefs probes_;
   Insertion ins_;
+  // The method is checked by the type-checking verifier (JVMS 4.10.1) and
+  // needs its StackMapTable: class files from version 51 on, and version 50
+  // methods that have one. Older code is verified by type inference (4.10.2),
+  // which needs no frames: none are written for it.
+  bool typed_;
   CodeAttribute code_;
   std::vector<Insn> insns_;
   std::vector<int32_t> index_of_;
@@ -317,6 +323,56 @@ std::optional<std::string> MethodRewriter::RemapRanges(Attribute& a, bool local_
   return std::nullopt;
 }
 
+// Runtime(In)VisibleTypeAnnotations on Code (JVMS 4.7.20): the targets that
+// name bytecode offsets move with their instructions; the rest of each
+// annotation is copied. Exception-table indices stay valid (the catch-alls are
+// appended after the method's own entries).
+std::optional<std::string> MethodRewriter::RemapTypeAnnotations(Attribute& a) {
+  ByteReader r(a.info);
+  const uint16_t n = r.U2();
+  std::vector<uint8_t> out;
+  PutU2(out, n);
+  auto insn = [&](uint16_t off) -> std::optional<uint16_t> {
+    if (!ValidOffset(off, false)) return std::nullopt;
+    return static_cast<uint16_t>(at_[static_cast<size_t>(IndexOf(off))]);
+  };
+  for (uint16_t i = 0; i < n && r.ok(); ++i) {
+    const uint8_t target = r.U1();
+    PutU1(out, target);
+    if (target == 0x40 || target == 0x41) {  // local_variable, resource_variable: localvar_target
+      const uint16_t len = r.U2();
+      PutU2(out, len);
+      for (uint16_t k = 0; k < len && r.ok(); ++k) {
+        const uint16_t start = r.U2(), length = r.U2(), index = r.U2();
+        if (!ValidOffset(start, false) || !ValidOffset(int64_t{start} + length, true))
+          return "type annotation variable range not on instructions";
+        const uint32_t new_start = start == 0 ? 0 : MapTarget(start);
+        PutU2(out, static_cast<uint16_t>(new_start));
+        PutU2(out, static_cast<uint16_t>(MapTarget(int64_t{start} + length) - new_start));
+        PutU2(out, index);
+      }
+    } else if (target == 0x42) {  // exception_parameter: catch_target
+      PutU2(out, r.U2());
+    } else if (target >= 0x43 && target <= 0x4B) {  // instanceof .. method reference type argument
+      const auto off = insn(r.U2());
+      if (!off) return "type annotation offset not on an instruction";
+      PutU2(out, *off);
+      if (target >= 0x47) PutU1(out, r.U1());  // type_argument_index
+    } else {
+      return "type annotation target " + std::to_string(target) + " does not belong on code";
+    }
+    const uint8_t path_length = r.U1();  // type_path
+    PutU1(out, path_length);
+    PutBytes(out, r.Bytes(size_t{path_length} * 2));
+    const size_t at = r.pos();  // type_index and the element values, copied as they are
+    if (!SkipAnnotation(r, 0)) return "malformed type annotation";
+    PutBytes(out, std::span<const uint8_t>(a.info).subspan(at, r.pos() - at));
+  }
+  if (!r.ok() || r.remaining() != 0) return "malformed type annotation table";
+  a.info = std::move(out);
+  return std::nullopt;
+}
+
 MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
   auto parsed = CodeAttribute::Parse(code_attr.info);
   if (!parsed.ok()) return Skip(SkipReason::kMalformed, parsed.error().ToString());
@@ -351,6 +407,7 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
     if (!f.ok()) return Skip(SkipReason::kMalformed, f.error().ToString());
     frames_ = std::move(f.value());
   }
+  if (smt_count > 0) typed_ = true;
   for (const auto& f : frames_) {
     if (!ValidOffset(f.offset, false)) return Skip(SkipReason::kMalformed, "stack map frame not on an instruction");
     for (const auto* list : {&f.locals, &f.stack})
@@ -428,7 +485,7 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
   // widened conditional branch (its fall-through is now a jump target right
   // after an unconditional goto_w), plus the catch-all handler's.
   std::vector<Frame> frames;
-  std::vector<bool> has_frame(insns_.size(), false);
+  std::vector<bool> has_frame(insns_.size(), !typed_);
   for (const auto& f : frames_) has_frame[static_cast<size_t>(IndexOf(f.offset))] = true;
   for (const auto& f : frames_) {
     Frame nf;
@@ -451,13 +508,13 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
     for (auto& v : nf.stack) v = MapVType(v);
     frames.push_back(std::move(nf));
   }
-  if (ins_.probes) {
+  if (ins_.probes && typed_) {
     Frame handler;
     handler.offset = end_code_;
     handler.stack.push_back(VType::Object("java/lang/Throwable"));
     frames.push_back(std::move(handler));
   }
-  if (pre_super_) {
+  if (pre_super_ && typed_) {
     Frame h;
     h.offset = pre_super_handler;
     h.locals.push_back(VType::Of(VType::kUninitThis));
@@ -496,9 +553,9 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
     } else if (name == "LineNumberTable" || name == "LocalVariableTable" || name == "LocalVariableTypeTable") {
       if (auto err = RemapRanges(na, name != "LineNumberTable")) return Skip(SkipReason::kMalformed, *err);
     } else if (name == "RuntimeVisibleTypeAnnotations" || name == "RuntimeInvisibleTypeAnnotations") {
-      // Their targets hold bytecode offsets that would now be stale; they are
-      // only read by tools (javap, checkers), never by the JVM.
-      continue;
+      // One that cannot be read is dropped rather than left with stale
+      // offsets: only tools (javap, checkers) read these, never the JVM.
+      if (RemapTypeAnnotations(na)) continue;
     }
     nc.attributes.push_back(std::move(na));
   }
@@ -528,9 +585,8 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
   }
   ClassFile& cf = parsed.value();
   res.class_name = std::string(*cf.cp.ClassName(cf.this_class));
-  if (cf.major_version < 50) {
-    res.error = "class file version " + std::to_string(cf.major_version) +
-                " < 50 has no StackMapTable (jsr/ret era); not rewritten";
+  if (cf.major_version < 45) {
+    res.error = "class file version " + std::to_string(cf.major_version) + " < 45";
     return res;
   }
   const bool probe_class = res.class_name == req.probe.owner;

@@ -24,9 +24,13 @@
 // Thread.setName can also get a rename hook (RewriteRequest::rename_hook),
 // traced or not.
 //
-// Not rewritten (RewriteResult::error set): class files older than version 50
-// (no StackMapTable; their jsr/ret subroutines are out of scope) and malformed
-// class files. Skipped per method: see SkipReason.
+// Class files older than version 50 (and version 50 methods without a
+// StackMapTable) are verified by type inference: they get the same probes and
+// handlers, and no frames. Methods with jsr/ret subroutines are skipped
+// (kMalformed, "jsr/ret subroutine").
+//
+// Not rewritten (RewriteResult::error set): malformed class files. Skipped per
+// method: see SkipReason.
 #pragma once
 
 #include <cstddef>

@@ -192,7 +192,9 @@ void DumpCrash(int sig, siginfo_t* info) {
   const uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
   const bool traced = R().any_traced.load(std::memory_order_relaxed);
   const int wake = CrashWakeFd();
-  if (!traced || wake < 0 || tid == ControlThreadTid()) return;
+  // (A vfork child's crash would wake the parent's control thread to dump the
+  // parent; the child's own image has no control thread.)
+  if (!traced || wake < 0 || tid == ControlThreadTid() || InSharedMemoryChild()) return;
   int expected = 0;
   if (g_crash_state.compare_exchange_strong(expected, 1)) {
     g_crash_signal.store(sig);

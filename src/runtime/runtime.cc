@@ -247,6 +247,10 @@ DumpOutcome DumpOnThisThread(const Trigger& trigger) {
 // The process is about to end (exit) or lose its rings (exec).
 void DumpAtProcessEnd(const char* reason) {
   if (g_init_state.load(std::memory_order_acquire) != 2) return;
+  // A vfork() (or clone(CLONE_VM)) child shares our memory until it execs or
+  // exits: a dump from it would be the parent's rings under the child's pid,
+  // written while the parent's other threads keep recording.
+  if (InSharedMemoryChild()) return;
   Runtime& rt = R();
   if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed)) {
     SampleThisThreadNow();
@@ -305,6 +309,12 @@ bool EnsureInitialised() {
   }
   // Another thread is initialising; this trace point is simply not recorded.
   return g_init_state.load(std::memory_order_acquire) == 2;
+}
+
+bool InSharedMemoryChild() {
+  // getpid() as a system call: glibc may cache the pid, and a vfork child
+  // runs no atfork handler that would tell us.
+  return static_cast<uint32_t>(syscall(SYS_getpid)) != R().pid;
 }
 
 void FreeRing(Ring* r) {

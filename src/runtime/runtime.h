@@ -152,6 +152,9 @@ void SayOnce(const std::string& line) __attribute__((no_instrument_function));
 void ForeignAbi(uint32_t abi) __attribute__((no_instrument_function));
 // The calling thread's LOOKBACK_THREADS selection, checked again after a rename.
 void ReselectByName(const char* name) __attribute__((no_instrument_function));
+// True in a child that shares the parent's memory (vfork, clone(CLONE_VM)),
+// where no dump may be written.
+bool InSharedMemoryChild() __attribute__((no_instrument_function));
 // Writes a ring's given name (lb_thread_set_name, lb_thread_set_name_of); any thread.
 void WriteGivenName(Ring* r, const char* name) __attribute__((no_instrument_function));
 // Names for other threads (lb_thread_set_name_of): queued, then applied to live

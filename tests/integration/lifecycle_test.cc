@@ -194,6 +194,18 @@ TEST_P(Exec, WritesADumpBeforeTheImageIsReplaced) {
 INSTANTIATE_TEST_SUITE_P(Calls, Exec, ::testing::Values("execv", "execl", "execlp", "execle"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
+// A vfork() child shares the parent's memory until its exec: a dump written
+// there would be the parent's rings under the child's pid, racing with the
+// parent's other threads. Only the parent's own exit dump is written.
+TEST(Exec, FromAVforkChildWritesNoDumpOfTheParentsRings) {
+  Outcome o = Record("vfork-exec", {Program("lifecycle-gcc"), "vfork-exec"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u) << o.run.err;
+  format::Dump d = MustOpen(o.dumps[0]);
+  EXPECT_EQ(d.process.reason, "exit");
+  EXPECT_EQ(Count(Frames(d, d.threads[0]), "parent_work"), 2);
+}
+
 class NonLocalExits : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(NonLocalExits, ExceptionsThroughThreeFramesKeepNesting) {

@@ -10,6 +10,8 @@
 //   lifecycle named-workers     threads that rename themselves worker-1, worker-2, other
 //   lifecycle exec [HOW]        calls parent_work, then execs itself as `lifecycle short-threads 1`
 //                               with HOW: execv (default) | execl | execlp | execle
+//   lifecycle vfork-exec        calls parent_work, vfork()s a child that execs /bin/true, waits,
+//                               calls parent_work again
 //   lifecycle given-names       threads named with lb_thread_set_name (longer than the kernel's 15
 //                               bytes), one renamed after it started tracing
 #include <pthread.h>
@@ -207,6 +209,19 @@ int main(int argc, char** argv) {
     }
     perror(how);
     return 1;
+  } else if (mode_is("vfork-exec")) {
+    parent_work();
+    const pid_t pid = vfork();
+    if (pid == 0) {
+      execl("/bin/true", "true", (char*)nullptr);
+      _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      fprintf(stderr, "vfork child failed\n");
+      return 1;
+    }
+    parent_work();
   } else if (mode_is("given-names")) {
     std::thread a(GivenNameThread, "pool-1-thread-1-with-a-long-name", nullptr),
         b(GivenNameThread, "pool-1-thread-2-with-a-long-name", "renamed-after-start-and-long"),

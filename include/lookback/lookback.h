@@ -40,6 +40,10 @@ int lb_dump(const char* reason) LOOKBACK_API;
  * -1 and copies the error message. Blocks only the calling thread. */
 int lb_dump_sync(const char* reason, char* path_out, size_t path_len) LOOKBACK_API;
 
+/* Copies the dump directory (LOOKBACK_DIR, as configured) into OUT. Returns 0,
+ * or -1 if it does not fit or lookback is not running. */
+int lb_dump_dir(char* out, size_t len) LOOKBACK_API;
+
 /* Turn tracing off/on for the calling thread. Turning it back on records a
  * RESUME marker so decoders do not pair calls across the gap. */
 void lb_thread_disable(void) LOOKBACK_API;

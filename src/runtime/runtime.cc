@@ -725,6 +725,11 @@ void lb_note_nonlocal_exit(void) { NoteNonLocalExit(); }
 
 void lb_before_exec(void) { DumpAtProcessEnd("exec"); }
 
+int lb_dump_dir(char* out, size_t len) {
+  if (out == nullptr || len == 0 || !EnsureInitialised()) return -1;
+  return snprintf(out, len, "%s", R().config.dir.c_str()) < static_cast<int>(len) ? 0 : -1;
+}
+
 int lb_thread_is_tracing(void) {
   Ring* r = lb_tls_ring;
   return r != nullptr && !IsSentinel(r);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -286,6 +287,89 @@ TEST_P(JvmModes, ThreadSelectedByItsNewNameIsTracedFromTheRenameOn) {
   const auto& got = ev.at("self-renamed-worker-thread");
   ASSERT_EQ(got.size(), 2u * 5);
   for (const auto& e : got) EXPECT_EQ(e.method, "int Renames.afterRename(int)");
+}
+
+// Nanoscope's text file: the methods pushed, and whether pushes and pops
+// balance with non-decreasing timestamps.
+struct NanoscopeFile {
+  std::vector<std::string> pushed;
+  bool balanced = true, ordered = true;
+};
+
+NanoscopeFile ReadNanoscope(const std::string& path) {
+  NanoscopeFile f;
+  std::ifstream in(path);
+  long long depth = 0, last = 0;
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const long long ts = std::stoll(line.substr(0, colon));
+    f.ordered &= ts >= last;
+    last = ts;
+    const std::string what = line.substr(colon + 1);
+    if (what == "POP") {
+      f.balanced &= --depth >= 0;
+    } else {
+      ++depth;
+      f.pushed.push_back(what);
+    }
+  }
+  f.balanced &= depth == 0;
+  return f;
+}
+
+// Thread.setName("START_TRACING") / ("STOP_TRACING:<file>") as Nanoscope's
+// wiki shows, on two threads: each file holds that thread's window only, the
+// names do not change, and LOOKBACK_ENABLED=0 (nothing traced until asked)
+// gives the same windows.
+TEST_P(JvmModes, NanoscopeControlWritesEachThreadsWindowAndKeepsItsName) {
+  REQUIRE_JVM();
+  for (const bool off_until_asked : {false, true}) {
+    SCOPED_TRACE(off_until_asked ? "LOOKBACK_ENABLED=0" : "tracing on");
+    const std::string dir = FreshDir(std::string("jvm-nanoscope-") + GetParam() + (off_until_asked ? "-off" : ""));
+    std::map<std::string, std::string> env;
+    if (off_until_asked) env["LOOKBACK_ENABLED"] = "0";
+    const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--jvm-mode", GetParam(), "--", LOOKBACK_TEST_JAVA,
+                                    "-cp", LOOKBACK_TEST_JAVA_CLASSES, "NanoscopeControl", "main.txt", "traces/worker.txt"},
+                                   env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("names main nanoscope-worker"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("files ready"), std::string::npos) << r.out;
+    for (const auto& [file, n] : {std::pair<std::string, int>{"main.txt", 3}, {"traces/worker.txt", 5}}) {
+      SCOPED_TRACE(file);
+      const NanoscopeFile f = ReadNanoscope(dir + "/" + file);
+      EXPECT_TRUE(f.balanced);
+      EXPECT_TRUE(f.ordered);
+      const auto count = [&](const std::string& m) { return std::count(f.pushed.begin(), f.pushed.end(), m); };
+      EXPECT_EQ(count("void NanoscopeControl.tracedWork(int)"), 1);
+      EXPECT_EQ(count("int NanoscopeControl.depth(int)"), n + 1);
+      EXPECT_EQ(count("void NanoscopeControl.untracedBefore()"), 0);
+      EXPECT_EQ(count("void NanoscopeControl.untracedAfter()"), 0);
+    }
+    // The flush's own dump is not left behind, and no thread took a control name.
+    for (const auto& path : Dumps(dir)) {
+      const format::Dump d = MustOpen(path);
+      EXPECT_NE(d.process.reason, "nanoscope STOP_TRACING");
+      for (const auto& t : d.threads) EXPECT_EQ(t.name.find("TRACING"), std::string::npos) << t.name;
+    }
+  }
+}
+
+// A STOP_TRACING path that leaves the dump directory is refused with one
+// line, and nothing is written there; the program runs on.
+TEST(JvmNanoscope, StopTracingOutsideTheDumpDirectoryIsRefused) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-nanoscope-escape");
+  const std::string outside = FreshDir("jvm-nanoscope-outside");
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--", LOOKBACK_TEST_JAVA, "-cp",
+                                  LOOKBACK_TEST_JAVA_CLASSES, "NanoscopeControl", "../../jvm-nanoscope-outside/a.txt",
+                                  outside + "/b.txt", "nowait"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("names main nanoscope-worker"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("STOP_TRACING:../../jvm-nanoscope-outside/a.txt refused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("STOP_TRACING:" + outside + "/b.txt refused"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(outside + "/a.txt").good());
+  EXPECT_FALSE(std::ifstream(outside + "/b.txt").good());
 }
 
 // `lookback dump PID` (the control socket) and the dump signal, which for a

@@ -43,6 +43,26 @@ RuntimeApi g_runtime;
 AgentStats g_stats;
 jvmtiEnv* g_jvmti = nullptr;
 
+bool TracingOffAtStart() {
+  const char* enabled = getenv("LOOKBACK_ENABLED");
+  return enabled != nullptr && strcmp(enabled, "0") == 0;
+}
+
+namespace {
+jclass g_probe_class = nullptr;  // global reference, once inline mode started
+jfieldID g_probe_on = nullptr;
+}  // namespace
+
+void EnableProbes(JNIEnv* jni) {
+  if (g_probe_class != nullptr && g_probe_on != nullptr) jni->SetStaticBooleanField(g_probe_class, g_probe_on, JNI_TRUE);
+}
+
+void Say(const std::string& line) {
+  const std::string s = "lookback-jvm: " + line + "\n";
+  ssize_t ignored = write(2, s.data(), s.size());
+  (void)ignored;
+}
+
 namespace {
 
 enum class Mode { kInline, kListener };
@@ -59,12 +79,6 @@ std::atomic<bool> g_probe_ready{false};  // java.lang.LookbackProbe defined: cla
 // Listener mode: the only class rewritten is java.lang.Thread, for its rename hook.
 std::atomic<bool> g_rename_hook_only{false};
 std::atomic<uint32_t> g_next_id{1};
-
-void Say(const std::string& line) {
-  const std::string s = "lookback-jvm: " + line + "\n";
-  ssize_t ignored = write(2, s.data(), s.size());
-  (void)ignored;
-}
 
 // "a=b,c=d": agent options. Lists inside a value use ';' (',' separates options).
 Options ParseOptions(const char* text) {
@@ -200,14 +214,16 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   jclass probe = DefineProbe(jni);
   if (probe == nullptr) return false;
   jfieldID on = jni->GetStaticFieldID(probe, kProbeOnField, "Z");
+  g_probe_class = static_cast<jclass>(jni->NewGlobalRef(probe));
+  g_probe_on = on;
   if (on == nullptr) {
     jni->ExceptionClear();
     return false;
   }
   // LOOKBACK_ENABLED=0: the probes stay compiled in but test a false flag
-  // and call nothing (the cost of tracing off, docs/jvm.md).
-  const char* enabled = getenv("LOOKBACK_ENABLED");
-  jni->SetStaticBooleanField(probe, on, enabled != nullptr && strcmp(enabled, "0") == 0 ? JNI_FALSE : JNI_TRUE);
+  // and call nothing (the cost of tracing off, docs/jvm.md), until a thread
+  // asks for tracing (START_TRACING).
+  jni->SetStaticBooleanField(probe, on, TracingOffAtStart() ? JNI_FALSE : JNI_TRUE);
   g_probe_ready.store(true, std::memory_order_release);
 
   // The classes loaded before the probe existed.
@@ -272,6 +288,8 @@ void JNICALL OnMethodExit(jvmtiEnv* jvmti, JNIEnv*, jthread, jmethodID m, jboole
 
 void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) { NameStartingThread(jvmti, jni, thread); }
 
+void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv*) { WaitForNanoscopeFlushes(); }
+
 void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
   NameStartingThread(jvmti, jni, thread);
   if (g_options.mode == Mode::kInline) {
@@ -315,8 +333,15 @@ bool LoadRuntime() {
   g_runtime.set_note = reinterpret_cast<int (*)(const char*, const char*)>(dlsym(loaded, "lb_set_note"));
   g_runtime.set_thread_name_of =
       reinterpret_cast<int (*)(uint32_t, const char*)>(dlsym(loaded, "lb_thread_set_name_of"));
-  if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name) {
-    Say("liblookback.so is from another lookback version (missing lb_thread_set_name): the JVM runs untraced");
+  g_runtime.dump_sync = reinterpret_cast<int (*)(const char*, char*, size_t)>(dlsym(loaded, "lb_dump_sync"));
+  g_runtime.dump_dir = reinterpret_cast<int (*)(char*, size_t)>(dlsym(loaded, "lb_dump_dir"));
+  g_runtime.is_tracing = reinterpret_cast<int (*)()>(dlsym(loaded, "lb_thread_is_tracing"));
+  g_runtime.thread_enable = reinterpret_cast<void (*)()>(dlsym(loaded, "lb_thread_enable"));
+  g_runtime.thread_disable = reinterpret_cast<void (*)()>(dlsym(loaded, "lb_thread_disable"));
+  if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name ||
+      !g_runtime.set_thread_name_of || !g_runtime.dump_sync || !g_runtime.dump_dir || !g_runtime.is_tracing ||
+      !g_runtime.thread_enable || !g_runtime.thread_disable) {
+    Say("liblookback.so is from another lookback version (missing lb_dump_dir): the JVM runs untraced");
     return false;
   }
   return true;
@@ -356,12 +381,14 @@ extern "C" JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void*)
   if (!Check(g_jvmti->AddCapabilities(&caps), "AddCapabilities")) return JNI_OK;
   jvmtiEventCallbacks cb{};
   cb.VMInit = &OnVMInit;
+  cb.VMDeath = &OnVMDeath;
   cb.ThreadStart = &OnThreadStart;
   cb.ClassFileLoadHook = &OnClassFileLoad;
   cb.MethodEntry = &OnMethodEntry;
   cb.MethodExit = &OnMethodExit;
   if (!Check(g_jvmti->SetEventCallbacks(&cb, sizeof cb), "SetEventCallbacks")) return JNI_OK;
   g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, nullptr);
+  g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
   g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_THREAD_START, nullptr);
   if (g_options.mode == Mode::kInline) {
     g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);

@@ -21,6 +21,11 @@ struct RuntimeApi {
   int (*set_key_name)(uint64_t key, const char* name) = nullptr;
   int (*set_thread_name)(const char* name) = nullptr;
   int (*set_thread_name_of)(uint32_t tid, const char* name) = nullptr;  // optional (older runtimes lack it)
+  int (*dump_sync)(const char* reason, char* path_out, size_t path_len) = nullptr;
+  int (*dump_dir)(char* out, size_t len) = nullptr;
+  int (*is_tracing)() = nullptr;
+  void (*thread_enable)() = nullptr;
+  void (*thread_disable)() = nullptr;
   int (*set_note)(const char* key, const char* value) = nullptr;
 };
 extern RuntimeApi g_runtime;
@@ -33,6 +38,20 @@ inline uint64_t MethodKey(uint32_t id) { return uint64_t{1} << 55 | id; }
 void NameStartingThread(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread);
 jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name);
 extern jvmtiEnv* g_jvmti;
+
+// Nanoscope's Java control (nanoscope_control.cc): true when `name` is
+// START_TRACING or STOP_TRACING:<file> (handled; the thread keeps its name).
+bool OnControlName(JNIEnv* jni, const std::string& name);
+void WaitForNanoscopeFlushes();  // at VMDeath
+
+// LOOKBACK_ENABLED=0: no thread traces until it asks (lb_thread_enable).
+bool TracingOffAtStart();
+// Sets java.lang.LookbackProbe.on (inline mode): the probes call the recorder
+// again, which records for the threads that are tracing.
+void EnableProbes(JNIEnv* jni);
+
+// One line on stderr, "lookback-jvm: ...".
+void Say(const std::string& line);
 
 // Links java.lang.LookbackProbe.enterNative/exitNative (natives.cc).
 bool LinkProbeNatives(JNIEnv* jni, jclass probe);

@@ -75,10 +75,21 @@ jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name) {
   const std::string text(utf);
   jni->ReleaseStringUTFChars(name, utf);
 
-  jthread current = nullptr;
-  const bool self = jvmti->GetCurrentThread(&current) == JVMTI_ERROR_NONE && jni->IsSameObject(thread, current);
-  if (current != nullptr) jni->DeleteLocalRef(current);
-  if (self) {
+  // Nanoscope's control names: handled, and the thread keeps its name.
+  jthread me = nullptr;
+  const bool is_self = jvmti->GetCurrentThread(&me) == JVMTI_ERROR_NONE && jni->IsSameObject(thread, me);
+  if (me != nullptr) jni->DeleteLocalRef(me);
+  if (is_self && OnControlName(jni, text)) {
+    jvmtiThreadInfo info{};
+    jstring kept = nullptr;
+    if (jvmti->GetThreadInfo(thread, &info) == JVMTI_ERROR_NONE && info.name != nullptr) {
+      kept = jni->NewStringUTF(info.name);
+      jvmti->Deallocate(reinterpret_cast<unsigned char*>(info.name));
+    }
+    return kept != nullptr ? kept : name;
+  }
+
+  if (is_self) {
     g_runtime.set_thread_name(text.c_str());
     return name;
   }

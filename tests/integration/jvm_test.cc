@@ -372,6 +372,75 @@ TEST(JvmNanoscope, StopTracingOutsideTheDumpDirectoryIsRefused) {
   EXPECT_FALSE(std::ifstream(outside + "/b.txt").good());
 }
 
+// Java and native code in one timeline: Java method > JNI entry > native
+// functions (built with the hooks) > Java callback (an upcall) > Java method,
+// nested in the order they ran, in one thread's track.
+TEST_P(JvmModes, JavaAndNativeCallsNestInOneThreadsTrack) {
+  REQUIRE_JVM();
+  const std::string lib = Program("libjni_mixed.so");
+  if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << "libjni_mixed.so not built (no JNI headers)";
+  const std::string dir = FreshDir(std::string("jvm-mixed-") + GetParam());
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--jvm-mode", GetParam(), "--",
+                                  LOOKBACK_TEST_JAVA, "-Dmixed.lib=" + lib, "-cp", LOOKBACK_TEST_JAVA_CLASSES,
+                                  "MixedJni", "mixed"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("mixed 18"), std::string::npos) << r.out;  // javaOuter(i) = 2i + 4, for i in 0..2
+  const auto dumps = Dumps(dir);
+  ASSERT_EQ(dumps.size(), 1u);
+  const std::vector<std::string> chain = {"int MixedJni.javaOuter(int)", "Java_MixedJni_nativeWork", "native_middle",
+                                          "native_inner", "int MixedJni.callback(int)", "int MixedJni.javaLeaf(int)"};
+  const Threads ev = RecordedEvents(dumps[0], std::set<std::string>(chain.begin(), chain.end()));
+  ASSERT_TRUE(ev.count("main"));
+  std::vector<NamedEvent> want;
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& m : chain) want.push_back({false, m});
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) want.push_back({true, *it});
+  }
+  const auto& got = ev.at("main");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i], want[i]) << "event " << i << ": " << (got[i].exit ? "EXIT " : "ENTER ") << got[i].method;
+  }
+  // The exporters nest it the same way (folded stacks: one line per stack).
+  const std::string folded = dir + "/stacks.folded";
+  const RunResult c = RunProgram({Cli(), "convert", "-q", dumps[0], "--to", "folded", "-o", folded});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  std::ifstream in(folded);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // (Listener mode also shows the native method itself, as JVMTI reports it.)
+  for (size_t at; (at = text.find("int MixedJni.nativeWork(int);")) != std::string::npos;) text.erase(at, 29);
+  std::string path;
+  for (const auto& m : chain) path += (path.empty() ? "" : ";") + m;
+  EXPECT_NE(text.find(path), std::string::npos) << text.substr(0, 2000);
+}
+
+// A SIGSEGV inside a JNI library: HotSpot reports it (hs_err) and aborts;
+// the crash dump is the SIGSEGV, with the Java frames that led to the native
+// function that crashed.
+TEST_P(JvmModes, NativeCrashUnderJavaFramesIsDumpedWithBoth) {
+  REQUIRE_JVM();
+  const std::string lib = Program("libjni_mixed.so");
+  if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << "libjni_mixed.so not built (no JNI headers)";
+  const std::string dir = FreshDir(std::string("jvm-jni-crash-") + GetParam());
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", GetParam(), "--",
+                                  LOOKBACK_TEST_JAVA, "-XX:ErrorFile=" + dir + "/hs_err.log", "-Dmixed.lib=" + lib,
+                                  "-cp", LOOKBACK_TEST_JAVA_CLASSES, "MixedJni", "crash"});
+  EXPECT_NE(r.exit_code, 0);
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  const format::Dump d = MustOpen(dumps[0]);
+  ASSERT_TRUE(d.trigger.has_value());
+  EXPECT_EQ(d.trigger->detector, "crash");
+  EXPECT_EQ(d.trigger->signal, static_cast<uint32_t>(SIGSEGV)) << d.trigger->subject;
+  auto stack = OpenFrames(dumps[0], "jni-crasher");
+  // (Listener mode also shows the native method itself, as JVMTI reports it.)
+  std::erase(stack, "void MixedJni.crashNative()");
+  const std::vector<std::string> tail = {"void MixedJni.javaCrashOuter()", "Java_MixedJni_crashNative",
+                                         "native_crash_here"};
+  ASSERT_GE(stack.size(), tail.size());
+  EXPECT_EQ(std::vector<std::string>(stack.end() - 3, stack.end()), tail);
+}
+
 // `lookback dump PID` (the control socket) and the dump signal, which for a
 // JVM is SIGPWR (HotSpot takes SIGUSR2 for itself), both dump a running JVM,
 // which runs on and exits normally.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -439,6 +440,48 @@ TEST_P(JvmModes, NativeCrashUnderJavaFramesIsDumpedWithBoth) {
                                          "native_crash_here"};
   ASSERT_GE(stack.size(), tail.size());
   EXPECT_EQ(std::vector<std::string>(stack.end() - 3, stack.end()), tail);
+}
+
+// lookback.jar on the example program (examples/java/Frames.java): scopes
+// feed --slow-scope, Lookback.dump returns the path of a dump it wrote; the
+// same program without the agent runs and every call is a no-op.
+TEST_P(JvmModes, JavaApiScopesTriggerSlowScopeAndDumpReturnsItsPath) {
+  REQUIRE_JVM();
+  const std::string classes = Program("java-example");
+  if (access((classes + "/Frames.class").c_str(), R_OK) != 0) GTEST_SKIP() << "examples/java not built";
+  const std::string cp = classes + ":" + LOOKBACK_TEST_JAVA_API;
+  const std::string dir = FreshDir(std::string("jvm-api-") + GetParam());
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--no-exit-dump", "--jvm-mode", GetParam(),
+                                  "--slow-scope", "frame:50ms", "--", LOOKBACK_TEST_JAVA, "-cp", cp, "Frames"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("lookback agent: tracing this thread"), std::string::npos) << r.out;
+  const size_t at = r.out.find("dump: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string returned = r.out.substr(at + 6, r.out.find(' ', at + 6) - at - 6);
+  bool slow_scope = false, explicit_dump = false;
+  for (const auto& path : Dumps(dir)) {
+    const format::Dump d = MustOpen(path);
+    ASSERT_TRUE(d.trigger.has_value());
+    if (d.trigger->detector == "slow-scope") {
+      slow_scope = true;
+      EXPECT_EQ(d.trigger->subject, "frame");
+      EXPECT_GE(d.trigger->measured_ns, d.trigger->threshold_ns);  // seen while the 120 ms frame ran
+    } else if (d.process.reason == "frames done") {
+      explicit_dump = true;
+      EXPECT_EQ(std::filesystem::canonical(path), std::filesystem::canonical(returned));
+      // The scopes are in the trace as calls named "frame".
+      const Threads ev = RecordedEvents(path, {"frame"});
+      ASSERT_TRUE(ev.count("main"));
+      EXPECT_EQ(ev.at("main").size(), 2u * 20);
+    }
+  }
+  EXPECT_TRUE(slow_scope);
+  EXPECT_TRUE(explicit_dump);
+
+  const RunResult plain = RunProgram({LOOKBACK_TEST_JAVA, "-cp", cp, "Frames"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("lookback agent: not tracing"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("dump: null"), std::string::npos) << plain.out;
 }
 
 // `lookback dump PID` (the control socket) and the dump signal, which for a

@@ -338,9 +338,11 @@ bool LoadRuntime() {
   g_runtime.is_tracing = reinterpret_cast<int (*)()>(dlsym(loaded, "lb_thread_is_tracing"));
   g_runtime.thread_enable = reinterpret_cast<void (*)()>(dlsym(loaded, "lb_thread_enable"));
   g_runtime.thread_disable = reinterpret_cast<void (*)()>(dlsym(loaded, "lb_thread_disable"));
+  g_runtime.scope_begin = reinterpret_cast<void (*)(const char*)>(dlsym(loaded, "lb_scope_begin"));
+  g_runtime.scope_end = reinterpret_cast<void (*)(const char*)>(dlsym(loaded, "lb_scope_end"));
   if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name ||
       !g_runtime.set_thread_name_of || !g_runtime.dump_sync || !g_runtime.dump_dir || !g_runtime.is_tracing ||
-      !g_runtime.thread_enable || !g_runtime.thread_disable) {
+      !g_runtime.thread_enable || !g_runtime.thread_disable || !g_runtime.scope_begin || !g_runtime.scope_end) {
     Say("liblookback.so is from another lookback version (missing lb_dump_dir): the JVM runs untraced");
     return false;
   }

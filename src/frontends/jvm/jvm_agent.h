@@ -26,6 +26,8 @@ struct RuntimeApi {
   int (*is_tracing)() = nullptr;
   void (*thread_enable)() = nullptr;
   void (*thread_disable)() = nullptr;
+  void (*scope_begin)(const char* name) = nullptr;
+  void (*scope_end)(const char* name) = nullptr;
   int (*set_note)(const char* key, const char* value) = nullptr;
 };
 extern RuntimeApi g_runtime;

@@ -21,6 +21,8 @@ Runner SetupChains(CLI::App* sub);
 Runner SetupDiff(CLI::App* sub);
 Runner SetupMatch(CLI::App* sub);
 Runner SetupSql(CLI::App* sub);
+Runner SetupAttach(CLI::App* sub);  // attach and detach: cmd_attach.cc
+Runner SetupDetach(CLI::App* sub);
 
 // Exit codes, decided here only.
 inline constexpr int kExitOk = 0;

@@ -18,6 +18,8 @@ struct Command {
 const Command kCommands[] = {
     {"record", "Run a program with the recorder preloaded; dumps land in --dir", SetupRecord},
     {"dump", "Ask a running traced process to write a dump now", SetupDump},
+    {"attach", "Trace a running JVM that was started without lookback", SetupAttach},
+    {"detach", "Give an attached JVM its original classes back", SetupDetach},
     {"info", "Show what a dump holds: process, threads, clock, where each thread was", SetupInfo},
     {"events", "Print a dump's decoded entry/exit events, one per line", SetupEvents},
     {"convert", "Convert a dump to Perfetto, Nanoscope, Chrome JSON, speedscope, folded stacks or ART", SetupConvert},

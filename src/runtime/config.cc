@@ -302,6 +302,7 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
   parse_flag("LOOKBACK_ENABLED", &c.enabled);
   parse_flag("LOOKBACK_QUIET", &c.quiet);
   parse_flag("LOOKBACK_CRASH", &c.crash);
+  parse_flag("LOOKBACK_ATTACHED", &c.attached);
 
   std::string why;
   auto parse_watches = [&](const char* var, std::vector<Watch>* field) {

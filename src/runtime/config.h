@@ -39,6 +39,9 @@ struct Config {
   std::vector<Watch> slow_scope;           // LOOKBACK_SLOW_SCOPE: scope name : longest allowed
   std::vector<Watch> slow_call;            // LOOKBACK_SLOW_CALL: function glob : longest allowed
   bool crash = true;                       // LOOKBACK_CRASH: dump on SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT
+  // LOOKBACK_ATTACHED: loaded into a process that is already running (`lookback attach`):
+  // the crash handlers it has installed are its own, and run first (crash.cc).
+  bool attached = false;
   uint64_t post_trigger_ns = 0;            // LOOKBACK_POST_TRIGGER: keep recording this long, then dump
   uint64_t window_ns = 0;                  // LOOKBACK_WINDOW: keep only this much before the snapshot (0: all)
   // LOOKBACK_RATE_LIMIT: dumps per hour per detector (0: unlimited).

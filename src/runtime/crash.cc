@@ -246,7 +246,7 @@ void OnCrash(int sig, siginfo_t* info, void* context) {
 
 }  // namespace
 
-void InstallCrashHandlers() {
+void InstallCrashHandlers(bool adopt) {
   g_done_fd.store(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   InstallAltStack();  // the initialising thread; others in ThreadInit
   struct sigaction sa{};
@@ -256,7 +256,22 @@ void InstallCrashHandlers() {
   // overflows) keeps using it. SA_RESETHAND is not used: Chain() restores
   // exactly the previous disposition, flags included.
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-  for (int sig : kCrashSignals) RealSigaction(sig, &sa, &g_previous[sig]);
+  for (int sig : kCrashSignals) {
+    RealSigaction(sig, &sa, &g_previous[sig]);
+    const struct sigaction& prev = g_previous[sig];
+    const bool handler = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != nullptr
+                                                      : prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN;
+    if (adopt && handler) {
+      // A running JVM's SIGSEGV handler does its work (implicit null checks,
+      // safepoint polls) thousands of times: it must see each signal first,
+      // exactly as a handler the program installs after lookback does.
+      ProgramLock lock;
+      g_program[sig] = prev;
+      g_program_set[sig] = true;
+      g_previous[sig] = {};
+      g_previous[sig].sa_handler = SIG_DFL;
+    }
+  }
   ResolveRealExit();
   __atomic_store_n(&g_installed, true, __ATOMIC_RELEASE);
 }

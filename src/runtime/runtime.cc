@@ -272,8 +272,16 @@ void Initialise() {
   }
   rt->pid = static_cast<uint32_t>(getpid());
   rt->start_clock = ReadClockPair();
+  // The process's name: its first thread's (/proc/self is the thread group),
+  // not the loading thread's, which is another one when lookback is loaded
+  // into a running process (a JVM's "Attach Listener").
   char comm[17] = {};
-  prctl(PR_GET_NAME, comm, 0, 0, 0);  // at load time this is the main thread: the process name
+  if (FILE* f = fopen("/proc/self/comm", "re")) {
+    if (fgets(comm, sizeof comm, f) == nullptr) comm[0] = '\0';
+    fclose(f);
+    comm[strcspn(comm, "\n")] = '\0';
+  }
+  if (comm[0] == '\0') prctl(PR_GET_NAME, comm, 0, 0, 0);
   rt->process_name = comm[0] ? comm : "process";
   rt->registry_size = rt->config.max_threads;
   void* reg = mmap(nullptr, sizeof(std::atomic<Ring*>) * rt->registry_size, PROT_READ | PROT_WRITE,
@@ -287,7 +295,7 @@ void Initialise() {
   pthread_atfork(nullptr, nullptr, AtForkChild);
   atexit(AtExit);
   InstallDumpSignal();
-  if (rt->config.crash) InstallCrashHandlers();
+  if (rt->config.crash) InstallCrashHandlers(rt->config.attached);
   InitSampling();
   RefreshExcludes();  // before this thread's first record: excluded calls are never recorded
 }

@@ -55,7 +55,9 @@ bool DetectorsConfigured() __attribute__((no_instrument_function));
 uint64_t DetectorTick() __attribute__((no_instrument_function));
 
 // Crash capture (crash.cc).
-void InstallCrashHandlers() __attribute__((no_instrument_function));
+// adopt: the handlers already installed are the program's own (lookback was
+// loaded into a running process): they run first, as if installed after us.
+void InstallCrashHandlers(bool adopt) __attribute__((no_instrument_function));
 // The calling thread's alternate signal stack (for stack overflows), unless
 // the program set one; removed at thread exit if it is still ours.
 void InstallAltStack() __attribute__((no_instrument_function));

@@ -524,6 +524,94 @@ TEST(JvmDump, DumpCommandAndDumpSignalWorkOnARunningJvm) {
   EXPECT_EQ(reasons, (std::set<std::string>{"asked by the test", "signal Power failure", "exit"}));
 }
 
+// `lookback attach PID` traces a JVM started without lookback, from the
+// moment it attaches (the classes already loaded are rewritten), with its
+// threads' Java names; `lookback detach PID` gives the classes back, and
+// nothing is recorded after it; the JVM runs on and exits normally.
+TEST(JvmAttach, AttachTracesARunningJvmAndDetachRestoresIt) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-attach");
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t jvm = fork();
+  if (jvm == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    execl(LOOKBACK_TEST_JAVA, "java", "-cp", LOOKBACK_TEST_JAVA_CLASSES, "AttachTarget", dir.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  // Whatever fails below, the JVM is told to stop and is waited for.
+  struct Reaper {
+    std::string stop;
+    pid_t pid;
+    int status = -1;
+    ~Reaper() {
+      if (status != -1) return;
+      std::ofstream(stop) << "1";
+      for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+      if (waitpid(pid, &status, WNOHANG) == 0) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    }
+  } reaper{dir + "/stop", jvm};
+  close(out[1]);
+  FILE* f = fdopen(out[0], "r");
+  int pid = 0, phase = 0;
+  long before_attach = 0, while_attached = 0, ignored = 0;
+  ASSERT_EQ(fscanf(f, "ready %d", &pid), 1);
+  ASSERT_EQ(fscanf(f, " phase %d after %ld", &phase, &ignored), 2);
+  ASSERT_EQ(phase, 1);
+  const RunResult listener = RunProgram({Cli(), "attach", std::to_string(pid), "--jvm-mode", "listener"});
+  EXPECT_EQ(listener.exit_code, 2);
+  EXPECT_NE(listener.err.find("listener cannot attach"), std::string::npos) << listener.err;
+  const RunResult a = RunProgram({Cli(), "attach", std::to_string(pid), "--dir", dir + "/dumps", "--jvm-include",
+                                  "AttachTarget.*"});
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  std::ofstream(dir + "/attached") << "1";
+  ASSERT_EQ(fscanf(f, " phase %d after %ld", &phase, &before_attach), 2);
+  ASSERT_EQ(phase, 2);
+  const RunResult d1 = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "attached"});
+  EXPECT_EQ(d1.exit_code, 0) << d1.err;
+  const RunResult det = RunProgram({Cli(), "detach", std::to_string(pid)});
+  EXPECT_EQ(det.exit_code, 0) << det.err;
+  std::ofstream(dir + "/detached") << "1";
+  ASSERT_EQ(fscanf(f, " phase %d after %ld", &phase, &while_attached), 2);
+  ASSERT_EQ(phase, 3);
+  const RunResult d2 = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "detached"});
+  EXPECT_EQ(d2.exit_code, 0) << d2.err;
+  std::ofstream(dir + "/stop") << "1";
+  // Nothing else on its stdout: attaching printed nothing into the program's output.
+  char rest[256] = {};
+  const size_t n = fread(rest, 1, sizeof rest - 1, f);
+  EXPECT_EQ(std::string(rest, n), "\ndone\n");
+  waitpid(jvm, &reaper.status, 0);
+  fclose(f);
+  EXPECT_TRUE(WIFEXITED(reaper.status) && WEXITSTATUS(reaper.status) == 0) << "the JVM ran on and exited normally";
+
+  std::map<std::string, Threads> by_reason;
+  for (const auto& path : Dumps(dir + "/dumps")) {
+    const format::Dump d = MustOpen(path);
+    EXPECT_EQ(d.process.name, "java");
+    by_reason[d.process.reason] = RecordedEvents(path, {"long AttachTarget.beforeAttach(int)",
+                                                        "long AttachTarget.whileAttached(int)",
+                                                        "long AttachTarget.afterDetach(int)"});
+  }
+  ASSERT_TRUE(by_reason.count("attached") && by_reason.count("detached"));
+  for (const char* reason : {"attached", "detached"}) {
+    SCOPED_TRACE(reason);
+    const Threads& t = by_reason[reason];
+    ASSERT_TRUE(t.count("attach-worker-with-a-long-name")) << "the worker under its whole Java name";
+    std::map<std::string, size_t> calls;
+    for (const auto& e : t.at("attach-worker-with-a-long-name")) calls[e.method] += e.exit ? 0 : 1;
+    // The calls made while attached (at least the 20 before the first dump;
+    // tracing stops as the detach begins), none after the detach (the classes
+    // are the originals again), and of the calls before the test said
+    // "attached" only those after the attach: never the 20 before it.
+    EXPECT_GE(calls["long AttachTarget.whileAttached(int)"], 20u);
+    EXPECT_LE(calls["long AttachTarget.whileAttached(int)"], static_cast<size_t>(while_attached));
+    EXPECT_EQ(calls["long AttachTarget.afterDetach(int)"], 0u);
+    EXPECT_LE(calls["long AttachTarget.beforeAttach(int)"], static_cast<size_t>(before_attach - 20));
+  }
+}
+
 // Listener mode (JVMTI events) and inline mode (compiled-in probes) record
 // the same calls, every CallTree method included (those the program does not
 // log itself too: the lambda, next(), Boom's constructor).

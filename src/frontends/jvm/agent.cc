@@ -18,6 +18,7 @@
 // `lookback record` the runtime is already loaded (preloaded) and configured
 // by record's flags.
 #include <dlfcn.h>
+#include <time.h>
 #include <fnmatch.h>
 #include <jvmti.h>
 #include <unistd.h>
@@ -76,6 +77,8 @@ struct Options {
 
 Options g_options;
 std::atomic<bool> g_probe_ready{false};  // java.lang.LookbackProbe defined: classes may call it
+// Loaded into a running JVM (`lookback attach`), not at its start.
+bool g_live = false;
 // Listener mode: the only class rewritten is java.lang.Thread, for its rename hook.
 std::atomic<bool> g_rename_hook_only{false};
 std::atomic<uint32_t> g_next_id{1};
@@ -177,6 +180,32 @@ void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv*, jclass, jobject, const ch
   *new_data = out;
 }
 
+// Hands every loaded class that may change to the ClassFileLoadHook again:
+// after the probe class exists (rewrite them), and at detach (the hook then
+// changes nothing, so each class is back to its original bytes). Returns
+// how many were retransformed.
+size_t RetransformLoadedClasses(jvmtiEnv* jvmti) {
+  jint count = 0;
+  jclass* classes = nullptr;
+  if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return 0;
+  std::vector<jclass> todo;
+  for (jint i = 0; i < count; ++i) {
+    jboolean modifiable = JNI_FALSE;
+    if (jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) todo.push_back(classes[i]);
+  }
+  // One at a time: a class the VM refuses (rare) must not stop the others.
+  size_t done = 0;
+  for (jclass c : todo) {
+    if (jvmti->RetransformClasses(1, &c) != JVMTI_ERROR_NONE) {
+      g_stats.retransform_failed.fetch_add(1);
+    } else {
+      ++done;
+    }
+  }
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
+  return done;
+}
+
 // Defines java.lang.LookbackProbe into java.base and binds its natives.
 jclass DefineProbe(JNIEnv* jni) {
   const std::vector<uint8_t> bytes = ProbeClassBytes();
@@ -188,7 +217,7 @@ jclass DefineProbe(JNIEnv* jni) {
     Say("cannot define java.lang.LookbackProbe: inline mode and thread renames are off");
     return nullptr;
   }
-  if (!LinkProbeNatives(jni, probe)) {
+  if (!LinkProbeNatives(jni, probe, g_live)) {
     Say("cannot bind java.lang.LookbackProbe's natives: inline mode and thread renames are off");
     return nullptr;
   }
@@ -211,35 +240,25 @@ void StartRenameHook(jvmtiEnv* jvmti, JNIEnv* jni) {
 // Defines the probe class; then classes loaded from now on are rewritten, and
 // those loaded before (most of java.base's start-up classes) are retransformed.
 bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
-  jclass probe = DefineProbe(jni);
-  if (probe == nullptr) return false;
-  jfieldID on = jni->GetStaticFieldID(probe, kProbeOnField, "Z");
-  g_probe_class = static_cast<jclass>(jni->NewGlobalRef(probe));
-  g_probe_on = on;
-  if (on == nullptr) {
-    jni->ExceptionClear();
-    return false;
+  if (g_probe_class == nullptr) {  // (attached again after a detach: it exists)
+    jclass probe = DefineProbe(jni);
+    if (probe == nullptr) return false;
+    g_probe_on = jni->GetStaticFieldID(probe, kProbeOnField, "Z");
+    if (g_probe_on == nullptr) {
+      jni->ExceptionClear();
+      return false;
+    }
+    g_probe_class = static_cast<jclass>(jni->NewGlobalRef(probe));
   }
+  jclass probe = g_probe_class;
+  jfieldID on = g_probe_on;
   // LOOKBACK_ENABLED=0: the probes stay compiled in but test a false flag
   // and call nothing (the cost of tracing off, docs/jvm.md), until a thread
   // asks for tracing (START_TRACING).
   jni->SetStaticBooleanField(probe, on, TracingOffAtStart() ? JNI_FALSE : JNI_TRUE);
   g_probe_ready.store(true, std::memory_order_release);
 
-  // The classes loaded before the probe existed.
-  jint count = 0;
-  jclass* classes = nullptr;
-  if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return true;
-  std::vector<jclass> todo;
-  for (jint i = 0; i < count; ++i) {
-    jboolean modifiable = JNI_FALSE;
-    if (jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) todo.push_back(classes[i]);
-  }
-  // One at a time: a class the VM refuses (rare) must not stop the others.
-  for (jclass c : todo) {
-    if (jvmti->RetransformClasses(1, &c) != JVMTI_ERROR_NONE) g_stats.retransform_failed.fetch_add(1);
-  }
-  jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
+  RetransformLoadedClasses(jvmti);  // the classes loaded before the probe existed
   return true;
 }
 
@@ -290,15 +309,33 @@ void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) { NameS
 
 void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv*) { WaitForNanoscopeFlushes(); }
 
-void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
-  NameStartingThread(jvmti, jni, thread);
+uint64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Tracing starts: at VMInit, or when attached to a running JVM.
+void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
+  const uint64_t t0 = NowNs();
   if (g_options.mode == Mode::kInline) {
     StartInline(jvmti, jni);
   } else {
-    StartRenameHook(jvmti, jni);
+    if (g_probe_class == nullptr) StartRenameHook(jvmti, jni);
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_ENTRY, nullptr);
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_EXIT, nullptr);
   }
+  if (g_runtime.set_note != nullptr) {
+    g_runtime.set_note("jvm-start", ("tracing started in " + std::to_string((NowNs() - t0) / 1000) +
+                                     " us (classes retransformed: " +
+                                     std::to_string(g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load()) +
+                                     " seen by the rewriter so far)").c_str());
+  }
+}
+
+void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
+  NameStartingThread(jvmti, jni, thread);
+  StartMode(jvmti, jni);
 }
 
 // Loads liblookback.so from beside this library (or the one already loaded),
@@ -360,27 +397,49 @@ bool Check(jvmtiError e, const char* what) {
 
 using namespace lookback::jvm;
 
-extern "C" JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void*) {
+namespace lookback::jvm {
+namespace {
+
+// Agent_OnAttach's return values, which `lookback attach` turns into messages.
+enum AttachResult : jint {
+  kAttachOk = 0,
+  kAttachBadOptions = 2,
+  kAttachNoRuntime = 3,
+  kAttachNoJvmti = 4,
+  kAttachNotAttached = 5,  // detach, with nothing to detach
+};
+
+// Both ways in: at JVM start (-agentpath, live = false) and into a running
+// JVM (`lookback attach`, live = true).
+jint Start(JavaVM* vm, char* options, bool live) {
   g_options = ParseOptions(options);
   if (!g_options.error.empty()) {
     Say("bad option: " + g_options.error);
-    return JNI_ERR;  // the JVM stops with "agent library failed to init": a wrong flag is a usage error
+    return live ? kAttachBadOptions : JNI_ERR;  // at start: "agent library failed to init", as a wrong flag
   }
-  if (!LoadRuntime()) return JNI_OK;
+  g_live = live;
+  if (live) {
+    // The JVM's own signal handlers are in place already (crash.cc adopts
+    // them), and it owns SIGUSR2: the dump signal is SIGPWR, as under record.
+    bool signal_given = false;
+    for (const auto& [var, value] : g_options.runtime) signal_given |= var == "LOOKBACK_DUMP_SIGNAL";
+    if (!signal_given) g_options.runtime.emplace_back("LOOKBACK_DUMP_SIGNAL", "PWR");
+    g_options.runtime.emplace_back("LOOKBACK_ATTACHED", "1");
+  }
+  if (!LoadRuntime()) return live ? kAttachNoRuntime : JNI_OK;
   if (vm->GetEnv(reinterpret_cast<void**>(&g_jvmti), JVMTI_VERSION_11) != JNI_OK || g_jvmti == nullptr) {
     Say("no JVMTI 11 environment: the JVM runs untraced");
-    return JNI_OK;
+    return live ? kAttachNoJvmti : JNI_OK;
   }
   jvmtiCapabilities caps{};
+  caps.can_retransform_classes = 1;  // inline: every class; listener: java.lang.Thread, for the rename hook
   if (g_options.mode == Mode::kInline) {
     caps.can_generate_all_class_hook_events = 1;
-    caps.can_retransform_classes = 1;
   } else {
     caps.can_generate_method_entry_events = 1;
     caps.can_generate_method_exit_events = 1;
-    caps.can_retransform_classes = 1;  // java.lang.Thread, for the rename hook
   }
-  if (!Check(g_jvmti->AddCapabilities(&caps), "AddCapabilities")) return JNI_OK;
+  if (!Check(g_jvmti->AddCapabilities(&caps), "AddCapabilities")) return live ? kAttachNoJvmti : JNI_OK;
   jvmtiEventCallbacks cb{};
   cb.VMInit = &OnVMInit;
   cb.VMDeath = &OnVMDeath;
@@ -388,12 +447,64 @@ extern "C" JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void*)
   cb.ClassFileLoadHook = &OnClassFileLoad;
   cb.MethodEntry = &OnMethodEntry;
   cb.MethodExit = &OnMethodExit;
-  if (!Check(g_jvmti->SetEventCallbacks(&cb, sizeof cb), "SetEventCallbacks")) return JNI_OK;
-  g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, nullptr);
+  if (!Check(g_jvmti->SetEventCallbacks(&cb, sizeof cb), "SetEventCallbacks")) return live ? kAttachNoJvmti : JNI_OK;
+  if (!live) g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, nullptr);
   g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
   g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_THREAD_START, nullptr);
   if (g_options.mode == Mode::kInline) {
     g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
   }
-  return JNI_OK;
+  if (live) {
+    JNIEnv* jni = nullptr;
+    if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_8) != JNI_OK || jni == nullptr) return kAttachNoJvmti;
+    NameRunningThreads(g_jvmti, jni);
+    StartMode(g_jvmti, jni);
+  }
+  return live ? kAttachOk : JNI_OK;
+}
+
+// `lookback detach`: every class back to its original bytes (the hook now
+// changes nothing), probes and events off. The runtime stays loaded: rings
+// already recorded can still be dumped.
+jint Detach(JNIEnv* jni) {
+  if (g_jvmti == nullptr || !g_probe_ready.load()) return kAttachNotAttached;
+  const uint64_t t0 = NowNs();
+  g_probe_ready.store(false, std::memory_order_release);
+  if (g_probe_class != nullptr) jni->SetStaticBooleanField(g_probe_class, g_probe_on, JNI_FALSE);
+  if (g_options.mode == Mode::kListener) {
+    g_jvmti->SetEventNotificationMode(JVMTI_DISABLE, JVMTI_EVENT_METHOD_ENTRY, nullptr);
+    g_jvmti->SetEventNotificationMode(JVMTI_DISABLE, JVMTI_EVENT_METHOD_EXIT, nullptr);
+  }
+  const size_t n = RetransformLoadedClasses(g_jvmti);
+  g_jvmti->SetEventNotificationMode(JVMTI_DISABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+  if (g_runtime.set_note != nullptr) {
+    g_runtime.set_note("jvm-detach", ("detached: " + std::to_string(n) + " classes restored in " +
+                                      std::to_string((NowNs() - t0) / 1000000) + " ms").c_str());
+  }
+  return kAttachOk;
+}
+
+}  // namespace
+}  // namespace lookback::jvm
+
+extern "C" JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void*) { return Start(vm, options, false); }
+
+extern "C" JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM* vm, char* options, void*) {
+  JNIEnv* jni = nullptr;
+  if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_8) != JNI_OK || jni == nullptr) return kAttachNoJvmti;
+  if (options != nullptr && strcmp(options, "detach") == 0) return Detach(jni);
+  if (g_jvmti != nullptr) {
+    // Attached before (and perhaps detached): trace again with the new
+    // method globs; the runtime keeps the settings it started with.
+    Options o = ParseOptions(options);
+    if (!o.error.empty()) return kAttachBadOptions;
+    g_options.include = o.include;
+    g_options.exclude = o.exclude;
+    if (g_options.mode == Mode::kInline) {
+      g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+    }
+    StartMode(g_jvmti, jni);
+    return kAttachOk;
+  }
+  return Start(vm, options, true);
 }

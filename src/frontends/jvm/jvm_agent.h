@@ -39,6 +39,9 @@ inline uint64_t MethodKey(uint32_t id) { return uint64_t{1} << 55 | id; }
 // Thread.setName through the rename hook (returns the name to set).
 void NameStartingThread(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread);
 jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name);
+// Attached to a running JVM: names the threads that already run (no
+// ThreadStart came for them) by matching their kernel names.
+void NameRunningThreads(jvmtiEnv* jvmti, JNIEnv* jni);
 extern jvmtiEnv* g_jvmti;
 
 // Nanoscope's Java control (nanoscope_control.cc): true when `name` is
@@ -56,7 +59,8 @@ void EnableProbes(JNIEnv* jni);
 void Say(const std::string& line);
 
 // Links java.lang.LookbackProbe.enterNative/exitNative (natives.cc).
-bool LinkProbeNatives(JNIEnv* jni, jclass probe);
+// attached: the agent was loaded into a running JVM (`lookback attach`).
+bool LinkProbeNatives(JNIEnv* jni, jclass probe, bool attached);
 
 // What the rewriter did, for the dump's "jvm" note (`lookback info`).
 struct AgentStats {

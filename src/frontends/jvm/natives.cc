@@ -7,6 +7,7 @@
 // (`lookback record` adds it; JDK 18 removed the flag): that is the cheapest
 // call from Java into C++ the JVM offers, measured in docs/jvm.md. The
 // interpreter, and JVMs without the flag, use the plain JNI entry.
+#include <dlfcn.h>
 #include <jni.h>
 
 #include "frontends/jvm/jvm_agent.h"
@@ -47,7 +48,28 @@ namespace lookback::jvm {
 // lookup happens at the first call; make that call now, with id 0 (never a
 // method: ids start at 1, and the natives ignore it), so a failure is seen
 // here rather than as an UnsatisfiedLinkError in every traced method.
-bool LinkProbeNatives(JNIEnv* jni, jclass probe) {
+// An agent loaded into a running JVM (`lookback attach`) is not among the
+// libraries HotSpot searches for natives, so there this library is also
+// loaded for the boot loader, with System.load called from native code (no
+// Java caller: the library is recorded as the boot loader's), whose lookup
+// then finds the natives by name. (RegisterNatives would work too, but JDK 17
+// prints a warning on the program's stdout for natives of a java.base class.)
+bool LoadForBootLoader(JNIEnv* jni) {
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<void*>(&LoadForBootLoader), &self) || self.dli_fname == nullptr) return false;
+  jclass system = jni->FindClass("java/lang/System");
+  jmethodID load = system ? jni->GetStaticMethodID(system, "load", "(Ljava/lang/String;)V") : nullptr;
+  jstring path = load ? jni->NewStringUTF(self.dli_fname) : nullptr;
+  if (path != nullptr) jni->CallStaticVoidMethod(system, load, path);
+  if (jni->ExceptionCheck() || path == nullptr) {
+    jni->ExceptionClear();
+    return false;
+  }
+  return true;
+}
+
+bool LinkProbeNatives(JNIEnv* jni, jclass probe, bool attached) {
+  if (attached && !LoadForBootLoader(jni)) return false;
   for (const char* name : {"enterNative", "exitNative"}) {
     jmethodID m = jni->GetStaticMethodID(probe, name, "(I)V");
     if (m == nullptr) {

@@ -18,8 +18,13 @@
 // hold g_mutex, so one of them always sees the other.
 #include <jni.h>
 #include <jvmti.h>
+#include <dirent.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 
 #include <mutex>
 #include <string>
@@ -63,6 +68,52 @@ void NameStartingThread(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
     g_pending.erase(g_pending.begin() + static_cast<ptrdiff_t>(i));
     break;
   }
+}
+
+void NameRunningThreads(jvmtiEnv* jvmti, JNIEnv* jni) {
+  // A Java thread's kernel name is its Java name cut at 15 bytes (HotSpot
+  // sets it when the thread starts); the main thread's is the launcher's,
+  // "java", on a thread other than the process's first. Only a name that
+  // matches one thread is used; the others keep their kernel names.
+  std::map<std::string, std::vector<uint32_t>> by_comm;
+  const uint32_t pid = static_cast<uint32_t>(getpid());
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      const uint32_t tid = static_cast<uint32_t>(strtoul(e->d_name, nullptr, 10));
+      if (tid == 0 || tid == pid) continue;
+      char path[64], comm[32] = {};
+      snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+      if (FILE* f = fopen(path, "re")) {
+        if (fgets(comm, sizeof comm, f) != nullptr) {
+          std::string c(comm);
+          while (!c.empty() && c.back() == '\n') c.pop_back();
+          by_comm[c].push_back(tid);
+        }
+        fclose(f);
+      }
+    }
+    closedir(d);
+  }
+  jint count = 0;
+  jthread* threads = nullptr;
+  if (jvmti->GetAllThreads(&count, &threads) != JVMTI_ERROR_NONE) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (jint i = 0; i < count; ++i) {
+    jvmtiThreadInfo info{};
+    if (jvmti->GetThreadInfo(threads[i], &info) == JVMTI_ERROR_NONE && info.name != nullptr) {
+      const std::string name(info.name);
+      const std::string comm = name == "main" ? "java" : name.substr(0, 15);
+      auto it = by_comm.find(comm);
+      if (it != by_comm.end() && it->second.size() == 1) {
+        const uint32_t tid = it->second[0];
+        jvmti->SetThreadLocalStorage(threads[i], reinterpret_cast<const void*>(static_cast<uintptr_t>(tid)));
+        if (g_runtime.set_thread_name_of != nullptr) g_runtime.set_thread_name_of(tid, name.c_str());
+      }
+      jvmti->Deallocate(reinterpret_cast<unsigned char*>(info.name));
+    }
+    jni->DeleteLocalRef(threads[i]);
+  }
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(threads));
 }
 
 jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name) {

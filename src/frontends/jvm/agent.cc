@@ -193,13 +193,18 @@ size_t RetransformLoadedClasses(jvmtiEnv* jvmti) {
     jboolean modifiable = JNI_FALSE;
     if (jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) todo.push_back(classes[i]);
   }
-  // One at a time: a class the VM refuses (rare) must not stop the others.
-  size_t done = 0;
-  for (jclass c : todo) {
-    if (jvmti->RetransformClasses(1, &c) != JVMTI_ERROR_NONE) {
-      g_stats.retransform_failed.fetch_add(1);
-    } else {
-      ++done;
+  // All at once (one safepoint and one deoptimisation pass, not one per
+  // class); if the VM refuses one (rare), one at a time, so that it does
+  // not stop the others.
+  size_t done = todo.size();
+  if (!todo.empty() && jvmti->RetransformClasses(static_cast<jint>(todo.size()), todo.data()) != JVMTI_ERROR_NONE) {
+    done = 0;
+    for (jclass c : todo) {
+      if (jvmti->RetransformClasses(1, &c) != JVMTI_ERROR_NONE) {
+        g_stats.retransform_failed.fetch_add(1);
+      } else {
+        ++done;
+      }
     }
   }
   jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
@@ -318,6 +323,7 @@ uint64_t NowNs() {
 // Tracing starts: at VMInit, or when attached to a running JVM.
 void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
   const uint64_t t0 = NowNs();
+  const uint64_t seen0 = g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load();
   if (g_options.mode == Mode::kInline) {
     StartInline(jvmti, jni);
   } else {
@@ -326,10 +332,10 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_EXIT, nullptr);
   }
   if (g_runtime.set_note != nullptr) {
-    g_runtime.set_note("jvm-start", ("tracing started in " + std::to_string((NowNs() - t0) / 1000) +
-                                     " us (classes retransformed: " +
-                                     std::to_string(g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load()) +
-                                     " seen by the rewriter so far)").c_str());
+    const uint64_t seen = g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load() - seen0;
+    g_runtime.set_note("jvm-start", ("tracing started in " + std::to_string((NowNs() - t0) / 1000000) + " ms, " +
+                                     std::to_string(seen) + " loaded classes retransformed")
+                                        .c_str());
   }
 }
 

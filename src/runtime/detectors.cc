@@ -135,25 +135,37 @@ Detectors& D() {
 
 uint32_t FilterBit(uint64_t low) { return static_cast<uint32_t>((low * 0x9E3779B97F4A7C15ull) >> 48); }
 
-// Keys named by a front-end since the last look (JVM methods: "void
-// com.example.Foo.parse(int)"): a glob matches the qualified name without
-// return type and parameters ("com.example.*.parse*"), or the whole name.
-// Names only grow, so only the new ones are matched.
+// A glob over a key named by a front-end (JVM methods: "void
+// com.example.Foo.parse(int)"): it matches the qualified name without return
+// type and parameters ("com.example.*.parse*"), or the whole name.
+bool KeyNameMatches(const std::string& pattern, const std::string& name) {
+  const size_t space = name.find(' '), open = name.find('(');
+  const std::string qualified =
+      space != std::string::npos && open != std::string::npos && open > space ? name.substr(space + 1, open - space - 1)
+                                                                             : name;
+  return fnmatch(pattern.c_str(), qualified.c_str(), 0) == 0 || fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+}
+
+// Keys named by a front-end since the last look, for every detector that
+// takes function globs (slow-call, stall-idle). Names only grow, so only the
+// new ones are matched.
 void MatchKeyNames(Detectors& d) {
   const Config& c = R().config;
-  if (c.slow_call.empty()) return;
+  if (c.slow_call.empty() && c.stall_idle.empty()) return;
   const std::vector<std::pair<uint64_t, std::string>> names = KeyNames();
   for (size_t i = d.key_names_seen; i < names.size(); ++i) {
     const auto& [key, name] = names[i];
-    const size_t space = name.find(' '), open = name.find('(');
-    const std::string qualified = space != std::string::npos && open != std::string::npos && open > space
-                                      ? name.substr(space + 1, open - space - 1)
-                                      : name;
     for (const Watch& w : c.slow_call) {
-      if (fnmatch(w.pattern.c_str(), qualified.c_str(), 0) == 0 || fnmatch(w.pattern.c_str(), name.c_str(), 0) == 0) {
+      if (KeyNameMatches(w.pattern, name)) {
         d.calls[key] = {w.threshold_ns, 1, name};
         const uint32_t b = FilterBit(key & format::kKeyLowMask);
         d.call_filter[b >> 6] |= uint64_t{1} << (b & 63);
+        break;
+      }
+    }
+    for (const std::string& glob : c.stall_idle) {
+      if (KeyNameMatches(glob, name)) {
+        d.idle.insert(key);
         break;
       }
     }
@@ -172,10 +184,10 @@ void ResolveFunctions(Detectors& d) {
     const uint32_t b = FilterBit(f.addr & format::kKeyLowMask);
     d.call_filter[b >> 6] |= uint64_t{1} << (b & 63);
   }
-  d.key_names_seen = 0;
-  MatchKeyNames(d);
   d.idle.clear();
   for (const FunctionMatch& f : FindFunctions(c.stall_idle)) d.idle.insert(f.addr);
+  d.key_names_seen = 0;
+  MatchKeyNames(d);
   static bool said = false;
   if (!said && !c.slow_call.empty() && d.calls.empty()) {
     said = true;
@@ -450,7 +462,7 @@ uint64_t DetectorTick() {
   }
   // Names given by a front-end (a JVM names methods as it loads classes): a
   // cheap count check every tick, so a method is watched from its first call.
-  if (!c.slow_call.empty() && KeyNameCount() != d.key_names_seen) MatchKeyNames(d);
+  if ((!c.slow_call.empty() || !c.stall_idle.empty()) && KeyNameCount() != d.key_names_seen) MatchKeyNames(d);
   std::unordered_set<Ring*> alive;
   for (uint32_t i = 0; i < rt.registry_size; ++i) {
     Ring* r = rt.registry[i].load(std::memory_order_acquire);

@@ -77,7 +77,8 @@ Threads RecordedEvents(const std::string& dump, const std::set<std::string>& kee
 
 struct JvmRun {
   RunResult result;
-  std::string dump;
+  std::vector<std::string> dumps;
+  std::string dump;  // the one dump, when there is exactly one
   Threads truth, recorded;
 };
 
@@ -168,8 +169,8 @@ JvmRun RecordTriggers(const std::string& name, const std::string& mode, const st
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Triggers", what});
   run.result = RunProgram(argv);
-  const auto dumps = Dumps(dir + "/dumps");
-  if (dumps.size() == 1) run.dump = dumps[0];
+  run.dumps = Dumps(dir + "/dumps");
+  if (run.dumps.size() == 1) run.dump = run.dumps[0];
   return run;
 }
 
@@ -207,6 +208,18 @@ TEST_P(JvmModes, StallInsideAJavaMethodIsDumpedWhileItLasts) {
   const auto stack = OpenFrames(run.dump, "ui-thread");
   ASSERT_FALSE(stack.empty());
   EXPECT_EQ(stack.back(), "long Triggers.stuckInHere()");
+}
+
+// The same thread, waiting by design: with --stall-idle over the Java name of
+// the method it waits in, it is idle, not stalled, and nothing is dumped
+// (StallInsideAJavaMethodIsDumpedWhileItLasts is the control).
+TEST_P(JvmModes, StallIdleGlobOverAJavaNameKeepsAWaitingThreadFromDumping) {
+  REQUIRE_JVM();
+  const std::string name = std::string("jvm-stall-idle-") + GetParam();
+  const JvmRun run = RecordTriggers(name, GetParam(), "stall",
+                                    {"--stall", "ui-thread:100ms", "--stall-idle", "Triggers.stuckIn*"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_TRUE(run.dumps.empty()) << run.dumps.size() << " dump(s), the first: " << run.dumps[0];
 }
 
 TEST_P(JvmModes, SlowJavaCallIsCaughtByAJavaGlob) {

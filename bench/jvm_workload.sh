@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A real, call-heavy Java workload under each JVM mode (issue 16): javac
+# compiling Apache Commons Lang 3's sources (the Debian source package
+# libcommons-lang3-java, fetched here with apt-get source; a deb-src entry must exist,
+# as bench/compare.sh adds), in one interleaved run:
+#   plain          java -m jdk.compiler/com.sun.tools.javac.Main (CDS on, the default)
+#   plain, no CDS  the same with -Xshare:off (the agent's early class hook turns CDS off)
+#   inline         lookback record (the agent, inline mode)
+#   listener       lookback record --jvm-mode listener
+# Prints the median wall time and peak RSS per mode, trace points per second
+# (records written = events in the exit dump + records overwritten), the exit
+# dump's size, and the start-up cost of the agent on an empty program.
+#   bench/jvm_workload.sh [BUILD_DIR] [ROUNDS]
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+rounds=${2:-3}
+work=${LOOKBACK_JVM_WORKLOAD:-/tmp/lookback-jvm-workload}
+lb=$build/lookback
+mkdir -p "$work/src"
+src=$(find "$work/src" -maxdepth 1 -type d -name 'libcommons-lang3-java-[0-9]*' | sort | tail -n 1)
+if [[ -z "$src" ]]; then
+  (cd "$work/src" && apt-get source -qq libcommons-lang3-java >"$work/apt.log" 2>&1) || { cat "$work/apt.log"; exit 1; }
+  src=$(find "$work/src" -maxdepth 1 -type d -name 'libcommons-lang3-java-[0-9]*' | sort | tail -n 1)
+fi
+find "$src/src/main/java" -name '*.java' > "$work/files.txt"
+echo "workload: javac on $(wc -l < "$work/files.txt") files of $(basename "$src")"
+
+javac_main=(-m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$work/out" @"$work/files.txt")
+run() {  # mode -> "wall_s rss_kb records dump_bytes"
+  local mode=$1 dir="$work/dumps-$1"
+  rm -rf "$work/out" "$dir"
+  mkdir -p "$work/out"
+  local t="$work/time.txt"
+  case $mode in
+    plain) /usr/bin/time -f "%e %M" -o "$t" java "${javac_main[@]}" >/dev/null 2>&1 ;;
+    nocds) /usr/bin/time -f "%e %M" -o "$t" java -Xshare:off "${javac_main[@]}" >/dev/null 2>&1 ;;
+    inline | listener)
+      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --jvm-mode "$mode" -- java "${javac_main[@]}" \
+        >/dev/null 2>&1 ;;
+  esac
+  local records=0 bytes=0
+  if [[ -d "$dir" ]]; then
+    local dump
+    dump=$(ls "$dir"/*.lbk | head -n 1)
+    bytes=$(stat -c %s "$dump")
+    # EVENTS + LOST over every thread of `lookback info`'s table.
+    records=$("$lb" info "$dump" | awk '$1 ~ /^[0-9]+$/ && NF >= 7 { e += $(NF-3); l += $(NF-2) } END { print e + l }' |
+      tr -d ,)
+  fi
+  echo "$(cat "$t") $records $bytes"
+}
+
+declare -A wall rss recs bytes
+modes=(plain nocds inline listener)
+for ((r = 1; r <= rounds; r++)); do
+  for m in "${modes[@]}"; do
+    read -r w k n b < <(run "$m")
+    wall[$m]+="$w " rss[$m]+="$k " recs[$m]+="$n " bytes[$m]+="$b "
+  done
+  echo "round $r/$rounds done" >&2
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+base=$(echo "${wall[plain]}" | median)
+echo
+echo "| mode | wall, s (median of $rounds) | vs plain | peak RSS, MiB | trace points/s | exit dump, MiB |"
+echo "|---|---:|---:|---:|---:|---:|"
+for m in "${modes[@]}"; do
+  w=$(echo "${wall[$m]}" | median)
+  k=$(echo "${rss[$m]}" | median)
+  n=$(echo "${recs[$m]}" | median)
+  b=$(echo "${bytes[$m]}" | median)
+  awk -v m="$m" -v w="$w" -v base="$base" -v k="$k" -v n="$n" -v b="$b" 'BEGIN {
+    printf "| %s | %.2f | %.2fx | %.0f | %s | %s |\n", m, w, w / base, k / 1024,
+      n > 0 ? sprintf("%.1f M", n / w / 1e6) : "-", b > 0 ? sprintf("%.1f", b / 1048576) : "-" }'
+done
+
+# Start-up: an empty main, plain (CDS on), -Xshare:off, and with the agent.
+mkdir -p "$work/empty"
+printf 'public class Empty { public static void main(String[] a) {} }\n' > "$work/empty/Empty.java"
+javac -d "$work/empty" "$work/empty/Empty.java"
+declare -A st
+for ((r = 1; r <= 5; r++)); do
+  for m in plain nocds inline; do
+    case $m in
+      plain) /usr/bin/time -f "%e" -o "$work/t" java -cp "$work/empty" Empty ;;
+      nocds) /usr/bin/time -f "%e" -o "$work/t" java -Xshare:off -cp "$work/empty" Empty ;;
+      inline) /usr/bin/time -f "%e" -o "$work/t" "$lb" record -q --no-exit-dump --dir "$work/empty/d" -- java -cp "$work/empty" Empty ;;
+    esac
+    st[$m]+="$(cat "$work/t") "
+  done
+done
+echo
+echo "start-up of an empty program, median of 5: plain $(echo "${st[plain]}" | median) s," \
+  "-Xshare:off $(echo "${st[nocds]}" | median) s, with the agent (inline) $(echo "${st[inline]}" | median) s"

@@ -497,25 +497,43 @@ TEST_P(JvmModes, JavaApiScopesTriggerSlowScopeAndDumpReturnsItsPath) {
   EXPECT_NE(plain.out.find("dump: null"), std::string::npos) << plain.out;
 }
 
+// A program started in the background whose stdout the test reads.
+struct Background {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+};
+
+Background StartReadingStdout(const std::vector<std::string>& argv) {
+  Background b;
+  int fds[2];
+  if (pipe(fds) != 0) return b;
+  b.pid = fork();
+  if (b.pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  b.out = fdopen(fds[0], "r");
+  return b;
+}
+
 // `lookback dump PID` (the control socket) and the dump signal, which for a
 // JVM is SIGPWR (HotSpot takes SIGUSR2 for itself), both dump a running JVM,
 // which runs on and exits normally.
 TEST(JvmDump, DumpCommandAndDumpSignalWorkOnARunningJvm) {
   REQUIRE_JVM();
   const std::string dir = FreshDir("jvm-dump");
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  const pid_t rec = fork();
-  if (rec == 0) {
-    dup2(out[1], 1);
-    close(out[0]);
-    execl(Cli().c_str(), "lookback", "record", "-q", "--dir", (dir + "/dumps").c_str(), "--jvm-mode", "listener",
-          "--jvm-include", "Triggers.*", "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Triggers", "wait",
-          dir.c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  close(out[1]);
-  FILE* f = fdopen(out[0], "r");
+  const Background bg = StartReadingStdout({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", "listener",
+                                            "--jvm-include", "Triggers.*", "--", LOOKBACK_TEST_JAVA, "-cp",
+                                            LOOKBACK_TEST_JAVA_CLASSES, "Triggers", "wait", dir});
+  ASSERT_GT(bg.pid, 0);
+  const pid_t rec = bg.pid;
+  FILE* f = bg.out;
   int pid = 0;
   ASSERT_EQ(fscanf(f, "ready %d", &pid), 1);
   RunResult r = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "asked by the test"});
@@ -544,15 +562,9 @@ TEST(JvmDump, DumpCommandAndDumpSignalWorkOnARunningJvm) {
 TEST(JvmAttach, AttachTracesARunningJvmAndDetachRestoresIt) {
   REQUIRE_JVM();
   const std::string dir = FreshDir("jvm-attach");
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  const pid_t jvm = fork();
-  if (jvm == 0) {
-    dup2(out[1], 1);
-    close(out[0]);
-    execl(LOOKBACK_TEST_JAVA, "java", "-cp", LOOKBACK_TEST_JAVA_CLASSES, "AttachTarget", dir.c_str(), (char*)nullptr);
-    _exit(127);
-  }
+  const Background bg = StartReadingStdout({LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "AttachTarget", dir});
+  ASSERT_GT(bg.pid, 0);
+  const pid_t jvm = bg.pid;
   // Whatever fails below, the JVM is told to stop and is waited for.
   struct Reaper {
     std::string stop;
@@ -565,8 +577,7 @@ TEST(JvmAttach, AttachTracesARunningJvmAndDetachRestoresIt) {
       if (waitpid(pid, &status, WNOHANG) == 0) kill(pid, SIGKILL), waitpid(pid, &status, 0);
     }
   } reaper{dir + "/stop", jvm};
-  close(out[1]);
-  FILE* f = fdopen(out[0], "r");
+  FILE* f = bg.out;
   int pid = 0, phase = 0;
   long before_attach = 0, while_attached = 0, ignored = 0;
   ASSERT_EQ(fscanf(f, "ready %d", &pid), 1);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "../exporters/art_reader.h"
 
 namespace lookback::testing {
 namespace {
@@ -148,6 +149,28 @@ TEST(JvmExport, ArtSplitsClassNameAndDescriptorAndNanoscopeUsesJavaNames) {
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_NE(bytes.find("\tCallTree\tf2\t(I[I)I\tCallTree.java\n"), std::string::npos);
   EXPECT_NE(bytes.find("\tCallTree\twork\t(II)V\tCallTree.java\n"), std::string::npos);
+  // The independent reader of ART traces (tests/exporters/art_reader.h) reads
+  // the whole file; every record names a listed method and thread, and every
+  // thread's calls nest.
+  const ArtTrace t = ParseArtTrace(bytes);
+  ASSERT_EQ(t.error, "");
+  EXPECT_EQ(t.version, 3);
+  bool worker = false;
+  for (const auto& [id, name] : t.threads) worker |= name == "calltree-worker-1";
+  EXPECT_TRUE(worker);
+  for (const auto& [id, m] : t.methods) {
+    EXPECT_EQ(m.signature.front(), '(') << m.cls << "." << m.name;  // a JVM descriptor
+    EXPECT_EQ(m.cls.find('/'), std::string::npos) << m.cls;         // dotted class names
+  }
+  ASSERT_FALSE(t.records.empty());
+  for (const auto& r : t.records) {
+    ASSERT_TRUE(t.methods.count(r.method)) << "record of an unlisted method " << r.method;
+    ASSERT_TRUE(t.threads.count(r.thread)) << "record of an unlisted thread " << r.thread;
+  }
+  for (const auto& [id, name] : t.threads) {
+    std::vector<ArtFrame> frames;
+    EXPECT_EQ(RebuildCalls(t, id, &frames), "") << name;
+  }
   RunResult nano = RunProgram({Cli(), "convert", "-q", "--to", "nanoscope", "-o", dir + "/nano", run.dump});
   ASSERT_EQ(nano.exit_code, 0) << nano.err;
   bool found = false;

@@ -1,0 +1,457 @@
+#include "parquet/writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+#include "parquet/thrift_compact.h"
+
+namespace lookback::parquet {
+namespace {
+
+// parquet.thrift enums.
+enum ParquetType : int32_t { kInt32Type = 1, kInt64Type = 2, kByteArrayType = 6 };
+enum Repetition : int32_t { kRequired = 0, kOptional = 1 };
+enum Encoding : int32_t { kPlain = 0, kRle = 3, kRleDictionary = 8 };
+enum PageType : int32_t { kDataPage = 0, kDictionaryPage = 2 };
+constexpr int32_t kCodecZstd = 6;
+constexpr int32_t kConvertedUtf8 = 0;
+constexpr char kMagic[4] = {'P', 'A', 'R', '1'};
+
+int32_t PhysicalType(ColumnType t) {
+  switch (t) {
+    case ColumnType::kInt32: return kInt32Type;
+    case ColumnType::kInt64: return kInt64Type;
+    case ColumnType::kString: return kByteArrayType;
+  }
+  return kByteArrayType;
+}
+
+void PutLe(std::string* out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+int BitWidth(uint32_t max_value) {
+  int w = 0;
+  while (max_value != 0) {
+    ++w;
+    max_value >>= 1;
+  }
+  return w;
+}
+
+}  // namespace
+
+void AppendHybrid(const uint32_t* values, size_t n, int bit_width, std::string* out) {
+  const int value_bytes = (bit_width + 7) / 8;
+  size_t i = 0;
+  auto run_at = [&](size_t at) {
+    size_t r = 1;
+    while (at + r < n && values[at + r] == values[at]) ++r;
+    return r;
+  };
+  while (i < n) {
+    const size_t run = run_at(i);
+    if (run >= 8) {
+      PutVarint(out, static_cast<uint64_t>(run) << 1);
+      PutLe(out, values[i], value_bytes);
+      i += run;
+      continue;
+    }
+    // Bit-packed groups of 8 real values, until a long run starts at a group
+    // boundary; only the very last group may be padded (the reader stops at
+    // the page's value count).
+    size_t groups = 0;
+    size_t end = i;
+    while (end < n) {
+      if (end != i && run_at(end) >= 8) break;
+      end = std::min(n, end + 8);
+      ++groups;
+      if (end - i != groups * 8) break;  // a short last group: the end of the data
+    }
+    PutVarint(out, (static_cast<uint64_t>(groups) << 1) | 1);
+    // Values LSB first; 8 values of `bit_width` bits fill exactly `bit_width` bytes.
+    uint64_t acc = 0;
+    int bits = 0;
+    for (size_t k = i; k < i + groups * 8; ++k) {
+      acc |= static_cast<uint64_t>(k < end ? values[k] : 0) << bits;
+      bits += bit_width;
+      while (bits >= 8) {
+        out->push_back(static_cast<char>(acc & 0xFF));
+        acc >>= 8;
+        bits -= 8;
+      }
+    }
+    i = end;
+  }
+}
+
+struct FileWriter::Column {
+  ColumnSpec spec;
+  std::vector<int64_t> ints;          // non-dictionary integer values (non-null only)
+  std::string strings;                // non-dictionary strings, PLAIN (u32 length + bytes)
+  std::vector<uint32_t> string_ends;  // end offset in `strings` of each value
+  std::vector<uint32_t> indices;      // dictionary columns: each non-null value's index
+  std::vector<uint32_t> defined;      // optional columns: 1 per row with a value, 0 per NULL
+  std::unordered_map<std::string, uint32_t> string_dict;
+  std::unordered_map<int64_t, uint32_t> int_dict;
+  std::string dict_plain;  // the dictionary page's values, in index order
+  uint32_t dict_size = 0;
+  int64_t min = std::numeric_limits<int64_t>::max(), max = std::numeric_limits<int64_t>::min();
+  uint64_t nulls = 0;
+
+  void Clear() {
+    ints.clear();
+    strings.clear();
+    string_ends.clear();
+    indices.clear();
+    defined.clear();
+    string_dict.clear();
+    int_dict.clear();
+    dict_plain.clear();
+    dict_size = 0;
+    min = std::numeric_limits<int64_t>::max();
+    max = std::numeric_limits<int64_t>::min();
+    nulls = 0;
+  }
+  int int_bytes() const { return spec.type == ColumnType::kInt32 ? 4 : 8; }
+};
+
+struct FileWriter::ChunkMeta {
+  uint64_t start = 0, data_page = 0, dictionary_page = 0, uncompressed = 0, compressed = 0, values = 0, nulls = 0;
+  bool has_dictionary = false, has_stats = false;
+  int64_t min = 0, max = 0;
+};
+
+Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, std::vector<ColumnSpec> columns,
+                                                       WriterOptions options) {
+  std::unique_ptr<FileWriter> w(new FileWriter());
+  w->path_ = path;
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  w->tmp_ = dir + "." + path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp";
+  w->options_ = std::move(options);
+  if (w->options_.page_rows == 0) w->options_.page_rows = 1;
+  if (w->options_.row_group_rows == 0) w->options_.row_group_rows = 1;
+  for (auto& spec : columns) {
+    auto c = std::make_unique<Column>();
+    c->spec = std::move(spec);
+    w->columns_.push_back(std::move(c));
+  }
+  // O_EXCL after removing a leftover of a crashed export: never write through someone else's file.
+  unlink(w->tmp_.c_str());
+  w->fd_ = open(w->tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (w->fd_ < 0) {
+    Error e{"cannot create '" + w->tmp_ + "': " + strerror(errno)};
+    w->tmp_.clear();  // not ours to remove
+    return e;
+  }
+  w->zstd_ = ZSTD_createCCtx();
+  if (w->zstd_ == nullptr) return Error{"cannot create a zstd context"};
+  if (std::string err = w->Write(kMagic, 4); !err.empty()) return Error{err};
+  return w;
+}
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) close(fd_);
+  if (!published_ && !tmp_.empty()) unlink(tmp_.c_str());
+  ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zstd_));
+}
+
+void FileWriter::Int(size_t column, int64_t v) {
+  Column& c = *columns_[column];
+  if (c.spec.optional) c.defined.push_back(1);
+  c.min = std::min(c.min, v);
+  c.max = std::max(c.max, v);
+  if (!c.spec.dictionary) {
+    c.ints.push_back(v);
+    return;
+  }
+  auto [it, added] = c.int_dict.try_emplace(v, c.dict_size);
+  if (added) {
+    PutLe(&c.dict_plain, static_cast<uint64_t>(v), c.int_bytes());
+    ++c.dict_size;
+  }
+  c.indices.push_back(it->second);
+}
+
+void FileWriter::String(size_t column, std::string_view v) {
+  Column& c = *columns_[column];
+  if (c.spec.optional) c.defined.push_back(1);
+  if (!c.spec.dictionary) {
+    PutLe(&c.strings, v.size(), 4);
+    c.strings.append(v);
+    c.string_ends.push_back(static_cast<uint32_t>(c.strings.size()));
+    return;
+  }
+  auto it = c.string_dict.find(std::string(v));
+  if (it == c.string_dict.end()) {
+    it = c.string_dict.emplace(std::string(v), c.dict_size).first;
+    PutLe(&c.dict_plain, v.size(), 4);
+    c.dict_plain.append(v);
+    ++c.dict_size;
+  }
+  c.indices.push_back(it->second);
+}
+
+void FileWriter::Null(size_t column) {
+  Column& c = *columns_[column];
+  if (!c.spec.optional) {  // keep the columns aligned; the caller broke its own schema
+    if (c.spec.type == ColumnType::kString) String(column, ""); else Int(column, 0);
+    return;
+  }
+  c.defined.push_back(0);
+  ++c.nulls;
+}
+
+std::string FileWriter::EndRow() {
+  if (!error_.empty()) return error_;
+  ++group_rows_;
+  ++total_rows_;
+  bool full = group_rows_ >= options_.row_group_rows;
+  // Bounded memory: strings also end a group at 64 MiB (the u32 offsets stay far from overflow).
+  for (const auto& c : columns_) {
+    full = full || c->dict_plain.size() > options_.max_dictionary_bytes || c->strings.size() > (64u << 20);
+  }
+  if (full) error_ = FlushRowGroup();
+  return error_;
+}
+
+std::string FileWriter::Write(const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return "cannot write '" + tmp_ + "': " + strerror(errno);
+    p += w;
+    n -= static_cast<size_t>(w);
+    offset_ += static_cast<uint64_t>(w);
+  }
+  return "";
+}
+
+std::string FileWriter::WritePage(int page_type, const std::string& body, int32_t num_values, int encoding,
+                                  uint64_t* uncompressed, uint64_t* compressed) {
+  const size_t bound = ZSTD_compressBound(body.size());
+  if (compressed_.size() < bound) compressed_.resize(bound);
+  const size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zstd_), compressed_.data(), bound, body.data(), body.size(),
+                                     options_.zstd_level);
+  if (ZSTD_isError(n)) return std::string("zstd: ") + ZSTD_getErrorName(n);
+  if (body.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) return "page too large";
+  ThriftWriter h;
+  h.I32(1, page_type);
+  h.I32(2, static_cast<int32_t>(body.size()));
+  h.I32(3, static_cast<int32_t>(n));
+  if (page_type == kDataPage) {
+    h.BeginStruct(5);
+    h.I32(1, num_values);
+    h.I32(2, encoding);
+    h.I32(3, kRle);  // definition levels
+    h.I32(4, kRle);  // repetition levels (none: flat schema)
+    h.EndStruct();
+  } else {
+    h.BeginStruct(7);
+    h.I32(1, num_values);
+    h.I32(2, kPlain);
+    h.EndStruct();
+  }
+  h.End();
+  *uncompressed += h.bytes().size() + body.size();
+  *compressed += h.bytes().size() + n;
+  if (std::string err = Write(h.bytes().data(), h.bytes().size()); !err.empty()) return err;
+  return Write(compressed_.data(), n);
+}
+
+std::string FileWriter::WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta) {
+  meta->start = offset_;
+  meta->values = rows;
+  meta->nulls = c.nulls;
+  meta->has_stats = c.spec.type != ColumnType::kString && c.min <= c.max;
+  meta->min = c.min;
+  meta->max = c.max;
+  if (c.spec.dictionary) {
+    meta->has_dictionary = true;
+    meta->dictionary_page = offset_;
+    if (std::string err = WritePage(kDictionaryPage, c.dict_plain, static_cast<int32_t>(c.dict_size), kPlain,
+                                    &meta->uncompressed, &meta->compressed);
+        !err.empty())
+      return err;
+  }
+  meta->data_page = offset_;
+  const int index_width = BitWidth(c.dict_size > 0 ? c.dict_size - 1 : 0);
+  size_t value = 0;  // index of the first non-null value of the page
+  for (size_t r0 = 0; r0 < rows || r0 == 0; r0 += options_.page_rows) {
+    const size_t r1 = std::min(rows, r0 + options_.page_rows);
+    size_t present = r1 - r0;
+    std::string& body = scratch_;
+    body.clear();
+    if (c.spec.optional) {
+      std::string levels;
+      AppendHybrid(c.defined.data() + r0, r1 - r0, 1, &levels);
+      PutLe(&body, levels.size(), 4);
+      body += levels;
+      present = static_cast<size_t>(std::count(c.defined.begin() + static_cast<ptrdiff_t>(r0),
+                                               c.defined.begin() + static_cast<ptrdiff_t>(r1), 1u));
+    }
+    if (c.spec.dictionary) {
+      body.push_back(static_cast<char>(index_width));
+      AppendHybrid(c.indices.data() + value, present, index_width, &body);
+    } else if (c.spec.type == ColumnType::kString) {
+      const uint32_t from = value == 0 ? 0 : c.string_ends[value - 1];
+      const uint32_t to = present == 0 ? from : c.string_ends[value + present - 1];
+      body.append(c.strings, from, to - from);
+    } else if (c.int_bytes() == 8) {
+      body.append(reinterpret_cast<const char*>(c.ints.data() + value), present * 8);  // x86-64: little-endian
+    } else {
+      const size_t base = body.size();
+      body.resize(base + present * 4);
+      for (size_t k = 0; k < present; ++k) {
+        const int32_t v = static_cast<int32_t>(c.ints[value + k]);
+        memcpy(&body[base + 4 * k], &v, 4);
+      }
+    }
+    value += present;
+    if (std::string err = WritePage(kDataPage, body, static_cast<int32_t>(r1 - r0),
+                                    c.spec.dictionary ? kRleDictionary : kPlain, &meta->uncompressed, &meta->compressed);
+        !err.empty())
+      return err;
+    if (r1 >= rows) break;
+  }
+  return "";
+}
+
+std::string FileWriter::FlushRowGroup() {
+  if (group_rows_ == 0) return "";
+  std::vector<ChunkMeta> metas(columns_.size());
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (std::string err = WriteColumnChunk(*columns_[i], group_rows_, &metas[i]); !err.empty()) return err;
+    columns_[i]->Clear();
+  }
+  row_groups_.push_back(std::move(metas));
+  row_group_rows_.push_back(group_rows_);
+  group_rows_ = 0;
+  return "";
+}
+
+std::string FileWriter::Footer() const {
+  ThriftWriter t;
+  t.I32(1, 1);  // format version
+  t.BeginList(2, ThriftWriter::kStruct, columns_.size() + 1);
+  t.BeginListStruct();  // the root: a group of every column
+  t.Binary(4, "schema");
+  t.I32(5, static_cast<int32_t>(columns_.size()));
+  t.EndStruct();
+  for (const auto& c : columns_) {
+    t.BeginListStruct();
+    t.I32(1, PhysicalType(c->spec.type));
+    t.I32(3, c->spec.optional ? kOptional : kRequired);
+    t.Binary(4, c->spec.name);
+    if (c->spec.type == ColumnType::kString) {
+      t.I32(6, kConvertedUtf8);
+      t.BeginStruct(10);  // LogicalType union: STRING
+      t.BeginStruct(1);
+      t.EndStruct();
+      t.EndStruct();
+    }
+    t.EndStruct();
+  }
+  t.I64(3, static_cast<int64_t>(total_rows_));
+  t.BeginList(4, ThriftWriter::kStruct, row_groups_.size());
+  for (size_t g = 0; g < row_groups_.size(); ++g) {
+    const auto& metas = row_groups_[g];
+    uint64_t uncompressed = 0, compressed = 0;
+    for (const auto& m : metas) uncompressed += m.uncompressed, compressed += m.compressed;
+    t.BeginListStruct();
+    t.BeginList(1, ThriftWriter::kStruct, metas.size());
+    for (size_t i = 0; i < metas.size(); ++i) {
+      const ChunkMeta& m = metas[i];
+      const ColumnSpec& spec = columns_[i]->spec;
+      t.BeginListStruct();  // ColumnChunk
+      t.I64(2, static_cast<int64_t>(m.start));
+      t.BeginStruct(3);  // ColumnMetaData
+      t.I32(1, PhysicalType(spec.type));
+      const bool levels = spec.optional;
+      t.BeginList(2, ThriftWriter::kI32, (m.has_dictionary ? 2 : 1) + (levels ? 1 : 0));
+      t.ListI32(m.has_dictionary ? kRleDictionary : kPlain);
+      if (m.has_dictionary) t.ListI32(kPlain);
+      if (levels) t.ListI32(kRle);
+      t.BeginList(3, ThriftWriter::kBinary, 1);
+      t.ListBinary(spec.name);
+      t.I32(4, kCodecZstd);
+      t.I64(5, static_cast<int64_t>(m.values));
+      t.I64(6, static_cast<int64_t>(m.uncompressed));
+      t.I64(7, static_cast<int64_t>(m.compressed));
+      t.I64(9, static_cast<int64_t>(m.data_page));
+      if (m.has_dictionary) t.I64(11, static_cast<int64_t>(m.dictionary_page));
+      t.BeginStruct(12);  // Statistics: null_count, and min/max of integers (lets engines skip row groups)
+      t.I64(3, static_cast<int64_t>(m.nulls));
+      if (m.has_stats) {
+        std::string lo, hi;
+        const int bytes = spec.type == ColumnType::kInt32 ? 4 : 8;
+        PutLe(&hi, static_cast<uint64_t>(m.max), bytes);
+        PutLe(&lo, static_cast<uint64_t>(m.min), bytes);
+        t.Binary(5, hi);
+        t.Binary(6, lo);
+      }
+      t.EndStruct();
+      t.EndStruct();  // ColumnMetaData
+      t.EndStruct();  // ColumnChunk
+    }
+    t.I64(2, static_cast<int64_t>(uncompressed));
+    t.I64(3, static_cast<int64_t>(row_group_rows_[g]));
+    t.I64(5, static_cast<int64_t>(metas.empty() ? 0 : metas[0].start));
+    t.I64(6, static_cast<int64_t>(compressed));
+    t.I16(7, static_cast<int16_t>(g));
+    t.EndStruct();
+  }
+  if (!options_.key_value.empty()) {
+    t.BeginList(5, ThriftWriter::kStruct, options_.key_value.size());
+    for (const auto& [k, v] : options_.key_value) {
+      t.BeginListStruct();
+      t.Binary(1, k);
+      t.Binary(2, v);
+      t.EndStruct();
+    }
+  }
+  t.Binary(6, options_.created_by);
+  t.End();
+  return t.bytes();
+}
+
+std::string FileWriter::Finish() {
+  if (error_.empty()) error_ = FlushRowGroup();
+  if (!error_.empty()) return error_;
+  const std::string footer = Footer();
+  std::string tail;
+  PutLe(&tail, footer.size(), 4);
+  tail.append(kMagic, 4);
+  if (std::string err = Write(footer.data(), footer.size()); !err.empty()) return error_ = err;
+  if (std::string err = Write(tail.data(), tail.size()); !err.empty()) return error_ = err;
+  if (close(fd_) != 0) error_ = "cannot write '" + tmp_ + "': " + strerror(errno);
+  fd_ = -1;
+  return error_;
+}
+
+std::string FileWriter::Publish() {
+  if (!error_.empty()) return error_;
+  if (fd_ >= 0) return "Publish() before Finish()";
+  if (rename(tmp_.c_str(), path_.c_str()) != 0) return error_ = "cannot write '" + path_ + "': " + strerror(errno);
+  published_ = true;
+  return "";
+}
+
+}  // namespace lookback::parquet

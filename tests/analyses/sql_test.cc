@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "../integration/harness.h"
+#include "../integration/doc_queries.h"
+#include "../integration/sqlite_db.h"
 #include "model/walk.h"
 #include "symbolize/symbolizer.h"
 
@@ -34,48 +36,6 @@ std::string RecordTiming(const std::string& dir) {
   EXPECT_EQ(dumps.size(), 1u) << r.err;
   return dumps.size() == 1 ? dumps[0] : std::string();
 }
-
-using Rows = std::vector<std::vector<std::string>>;
-
-class Db {
- public:
-  explicit Db(const std::string& path) {
-    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK) << path;
-  }
-  ~Db() { sqlite3_close(db_); }
-  // Rows as text (NULL as "NULL"); a failed query fails the test and returns {}.
-  Rows Query(const std::string& sql) {
-    Rows rows;
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-      ADD_FAILURE() << sqlite3_errmsg(db_) << "\nin: " << sql;
-      return rows;
-    }
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      std::vector<std::string> row;
-      for (int i = 0; i < sqlite3_column_count(s); ++i) {
-        const unsigned char* t = sqlite3_column_text(s, i);
-        row.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
-      }
-      rows.push_back(std::move(row));
-    }
-    if (rc != SQLITE_DONE) ADD_FAILURE() << sqlite3_errmsg(db_) << "\nin: " << sql;
-    sqlite3_finalize(s);
-    return rows;
-  }
-  int64_t Int(const std::string& sql) {
-    Rows r = Query(sql);
-    if (r.size() != 1 || r[0].size() != 1) {
-      ADD_FAILURE() << "expected one value from: " << sql;
-      return -1;
-    }
-    return r[0][0] == "NULL" ? 0 : std::stoll(r[0][0]);
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
 
 // The reference: calls and durations per function, straight from model::Walk.
 class CountingSink : public model::TraceSink {
@@ -107,32 +67,8 @@ class CountingSink : public model::TraceSink {
   std::vector<int64_t> starts_;
 };
 
-// The ```sql blocks of docs/analyses.md's "## lookback sql" section, by the
-// tag of their first line ("-- top-self: ...").
-std::map<std::string, std::string> DocumentedQueries() {
-  std::ifstream f(std::string(LOOKBACK_SOURCE_DIR) + "/docs/analyses.md");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string doc = ss.str();
-  std::map<std::string, std::string> queries;
-  const size_t section = doc.find("\n## lookback sql");
-  if (section == std::string::npos) return queries;
-  const size_t next = doc.find("\n## ", section + 1);
-  const std::string text = doc.substr(section, next == std::string::npos ? std::string::npos : next - section);
-  size_t at = 0;
-  while ((at = text.find("```sql\n", at)) != std::string::npos) {
-    at += 7;
-    const size_t end = text.find("```", at);
-    if (end == std::string::npos) break;
-    const std::string q = text.substr(at, end - at);
-    at = end + 3;
-    if (q.rfind("-- ", 0) != 0) continue;
-    const size_t colon = q.find(':');
-    if (colon == std::string::npos) continue;
-    queries[q.substr(3, colon - 3)] = q;
-  }
-  return queries;
-}
+// The ```sql blocks of docs/analyses.md's "## lookback sql" section, by tag.
+std::map<std::string, std::string> DocumentedQueries() { return DocQueries("docs/analyses.md", "\n## lookback sql"); }
 
 struct Exported {
   std::string dir, dump, db;

@@ -321,14 +321,14 @@ TEST_F(Sampling, SqlTablesHoldTheSamplesAndStates) {
   };
   for (const auto& s : dump_.samples) {
     const format::ThreadInfo& t = dump_.threads[s.thread_index];
-    const std::string where = " JOIN threads t ON t.id = thread_id WHERE t.tid = " + std::to_string(t.tid);
+    const std::string where = " JOIN threads t USING (dump_id, thread_id) WHERE t.tid = " + std::to_string(t.tid);
     EXPECT_EQ(query("SELECT count(*) FROM samples" + where), static_cast<double>(s.samples.size())) << t.name;
     EXPECT_EQ(query("SELECT count(*) FROM thread_states" + where), static_cast<double>(s.states.size())) << t.name;
   }
-  EXPECT_EQ(query("SELECT sum(minor_faults) FROM sample_deltas JOIN threads t ON t.id = thread_id WHERE t.name = 'faulter'"),
+  EXPECT_EQ(query("SELECT sum(minor_faults) FROM sample_deltas JOIN threads t USING (dump_id, thread_id) WHERE t.name = 'faulter'"),
             static_cast<double>(Delta(*SamplesOf(dump_, "faulter"), format::kSampleMinorFaults)));
-  EXPECT_GE(query("SELECT sum(dur) * 1.0 / (SELECT sum(dur) FROM thread_states JOIN threads t ON t.id = thread_id "
-                  "WHERE t.name = 'sleeper') FROM thread_states JOIN threads t ON t.id = thread_id "
+  EXPECT_GE(query("SELECT sum(duration_ns) * 1.0 / (SELECT sum(duration_ns) FROM thread_states JOIN threads t USING (dump_id, thread_id) "
+                  "WHERE t.name = 'sleeper') FROM thread_states JOIN threads t USING (dump_id, thread_id) "
                   "WHERE t.name = 'sleeper' AND state = 'Sleeping'"),
             0.8);
   sqlite3_close(db);

@@ -207,7 +207,11 @@ std::string FleetRows::Begin(const model::ExportContext& ctx) {
 }
 
 int64_t FleetRows::FunctionId(uint64_t key) {
+  // A direct-mapped cache in front of the map: one lookup per call entered.
+  IdSlot& slot = id_cache_[(key ^ (key >> 12)) % std::size(id_cache_)];
+  if (slot.key == key) return slot.id;
   auto [it, added] = function_ids_.try_emplace(key, static_cast<int64_t>(function_ids_.size() + 1));
+  slot = {key, it->second};
   if (!added) return it->second;
   ++stats_.functions;
   const symbolize::Symbol& sym = ctx_->symbols->Lookup(key);

@@ -116,6 +116,11 @@ class FleetRows : public model::TraceSink {
   const model::ExportContext* ctx_ = nullptr;
   DumpIdentity id_;
   std::unordered_map<uint64_t, int64_t> function_ids_;
+  struct IdSlot {
+    uint64_t key = ~0ull;  // no key: keys are below 2^56
+    int64_t id = 0;
+  };
+  IdSlot id_cache_[1024];
   std::vector<Frame> stack_;
   int64_t next_call_id_ = 1, thread_id_ = 0;
   const format::ThreadInfo* thread_ = nullptr;

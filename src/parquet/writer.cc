@@ -18,11 +18,14 @@ namespace {
 // parquet.thrift enums.
 enum ParquetType : int32_t { kInt32Type = 1, kInt64Type = 2, kByteArrayType = 6 };
 enum Repetition : int32_t { kRequired = 0, kOptional = 1 };
-enum Encoding : int32_t { kPlain = 0, kRle = 3, kRleDictionary = 8 };
+enum Encoding : int32_t { kPlain = 0, kRle = 3, kDeltaBinaryPacked = 5, kRleDictionary = 8 };
 enum PageType : int32_t { kDataPage = 0, kDictionaryPage = 2 };
 constexpr int32_t kCodecZstd = 6;
 constexpr int32_t kConvertedUtf8 = 0;
 constexpr char kMagic[4] = {'P', 'A', 'R', '1'};
+// Bounded memory: plain strings also end a row group at 64 MiB (their u32
+// offsets stay far from overflowing).
+constexpr size_t kMaxStringBytes = 64u << 20;
 
 int32_t PhysicalType(ColumnType t) {
   switch (t) {
@@ -31,6 +34,13 @@ int32_t PhysicalType(ColumnType t) {
     case ColumnType::kString: return kByteArrayType;
   }
   return kByteArrayType;
+}
+
+// Dictionary columns: indices; strings: PLAIN; integers: deltas, bit-packed
+// (ids and timestamps grow by small steps: a few bits a value before zstd).
+int32_t DataEncoding(const ColumnSpec& spec) {
+  if (spec.dictionary) return kRleDictionary;
+  return spec.type == ColumnType::kString ? kPlain : kDeltaBinaryPacked;
 }
 
 void PutLe(std::string* out, uint64_t v, int bytes) {
@@ -100,6 +110,62 @@ void AppendHybrid(const uint32_t* values, size_t n, int bit_width, std::string* 
   }
 }
 
+void AppendDeltaBinaryPacked(const int64_t* values, size_t n, bool int32, std::string* out) {
+  // Header: block size, miniblocks per block, value count, first value.
+  constexpr size_t kBlock = 128, kMiniblocks = 4, kMini = kBlock / kMiniblocks;
+  PutVarint(out, kBlock);
+  PutVarint(out, kMiniblocks);
+  PutVarint(out, n);
+  auto zigzag = [](int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); };
+  PutVarint(out, n == 0 ? 0 : zigzag(values[0]));
+  uint64_t deltas[kBlock];
+  for (size_t at = 1; at < n; at += kBlock) {
+    const size_t count = std::min(kBlock, n - at);
+    // Deltas wrap like the reader's additions do (two's complement).
+    int64_t min_delta = std::numeric_limits<int64_t>::max();
+    for (size_t k = 0; k < count; ++k) {
+      int64_t d = static_cast<int64_t>(static_cast<uint64_t>(values[at + k]) - static_cast<uint64_t>(values[at + k - 1]));
+      if (int32) d = static_cast<int32_t>(static_cast<uint32_t>(d));  // an INT32 reader adds in 32 bits
+      deltas[k] = static_cast<uint64_t>(d);
+      min_delta = std::min(min_delta, d);
+    }
+    PutVarint(out, zigzag(min_delta));
+    int widths[kMiniblocks] = {};
+    for (size_t m = 0; m < kMiniblocks; ++m) {
+      uint64_t any = 0;
+      for (size_t k = m * kMini; k < std::min(count, (m + 1) * kMini); ++k) {
+        deltas[k] -= static_cast<uint64_t>(min_delta);
+        if (int32) deltas[k] = static_cast<uint32_t>(deltas[k]);
+        any |= deltas[k];
+      }
+      widths[m] = any == 0 ? 0 : 64 - __builtin_clzll(any);
+      out->push_back(static_cast<char>(widths[m]));
+    }
+    // Miniblocks with values, each padded to 32 values; none for unused ones.
+    // 32 values of w bits are 4w bytes: whole 64-bit words when w is even.
+    for (size_t m = 0; m < kMiniblocks && m * kMini < count; ++m) {
+      const int w = widths[m];
+      const size_t base = out->size();
+      out->resize(base + 4 * static_cast<size_t>(w));
+      char* p = out->data() + base;
+      unsigned __int128 acc = 0;
+      int bits = 0;
+      for (size_t k = m * kMini; k < (m + 1) * kMini && w > 0; ++k) {
+        acc |= static_cast<unsigned __int128>(k < count ? deltas[k] : 0) << bits;
+        bits += w;
+        if (bits >= 64) {
+          const uint64_t word = static_cast<uint64_t>(acc);
+          memcpy(p, &word, 8);  // x86-64: little-endian, as the format wants
+          p += 8;
+          acc >>= 64;
+          bits -= 64;
+        }
+      }
+      for (; bits > 0; bits -= 8, acc >>= 8) *p++ = static_cast<char>(static_cast<uint8_t>(acc));
+    }
+  }
+}
+
 struct FileWriter::Column {
   ColumnSpec spec;
   std::vector<int64_t> ints;          // non-dictionary integer values (non-null only)
@@ -109,6 +175,14 @@ struct FileWriter::Column {
   std::vector<uint32_t> defined;      // optional columns: 1 per row with a value, 0 per NULL
   std::unordered_map<std::string, uint32_t> string_dict;
   std::unordered_map<int64_t, uint32_t> int_dict;
+  // The hot path of integer dictionaries without hashing: the value seen
+  // last (ids repeat row after row), and a table for small non-negative
+  // values (function ids, depths, flags), holding index + 1.
+  static constexpr int64_t kSmall = 1 << 16;
+  int64_t last_value = 0;
+  uint32_t last_index = 0;
+  bool has_last = false;
+  std::vector<uint32_t> small;
   std::string dict_plain;  // the dictionary page's values, in index order
   uint32_t dict_size = 0;
   int64_t min = std::numeric_limits<int64_t>::max(), max = std::numeric_limits<int64_t>::min();
@@ -122,6 +196,8 @@ struct FileWriter::Column {
     defined.clear();
     string_dict.clear();
     int_dict.clear();
+    has_last = false;
+    std::fill(small.begin(), small.end(), 0u);
     dict_plain.clear();
     dict_size = 0;
     min = std::numeric_limits<int64_t>::max();
@@ -150,6 +226,12 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, 
   for (auto& spec : columns) {
     auto c = std::make_unique<Column>();
     c->spec = std::move(spec);
+    // A row group's worth up front (only touched pages cost memory): no
+    // copying as the buffers grow.
+    const size_t cap = std::min<size_t>(w->options_.row_group_rows, 1 << 20);
+    if (c->spec.dictionary) c->indices.reserve(cap);
+    else if (c->spec.type != ColumnType::kString) c->ints.reserve(cap);
+    if (c->spec.optional) c->defined.reserve(cap);
     w->columns_.push_back(std::move(c));
   }
   // O_EXCL after removing a leftover of a crashed export: never write through someone else's file.
@@ -181,12 +263,33 @@ void FileWriter::Int(size_t column, int64_t v) {
     c.ints.push_back(v);
     return;
   }
-  auto [it, added] = c.int_dict.try_emplace(v, c.dict_size);
-  if (added) {
-    PutLe(&c.dict_plain, static_cast<uint64_t>(v), c.int_bytes());
-    ++c.dict_size;
+  if (c.has_last && c.last_value == v) {
+    c.indices.push_back(c.last_index);
+    return;
   }
-  c.indices.push_back(it->second);
+  uint32_t index;
+  if (v >= 0 && v < Column::kSmall) {
+    if (static_cast<size_t>(v) >= c.small.size()) c.small.resize(static_cast<size_t>(v) + 1, 0u);
+    uint32_t& slot = c.small[static_cast<size_t>(v)];
+    if (slot == 0) {
+      PutLe(&c.dict_plain, static_cast<uint64_t>(v), c.int_bytes());
+      slot = ++c.dict_size;
+      over_limit_ = over_limit_ || c.dict_plain.size() > options_.max_dictionary_bytes;
+    }
+    index = slot - 1;
+  } else {
+    auto [it, added] = c.int_dict.try_emplace(v, c.dict_size);
+    if (added) {
+      PutLe(&c.dict_plain, static_cast<uint64_t>(v), c.int_bytes());
+      ++c.dict_size;
+      over_limit_ = over_limit_ || c.dict_plain.size() > options_.max_dictionary_bytes;
+    }
+    index = it->second;
+  }
+  c.has_last = true;
+  c.last_value = v;
+  c.last_index = index;
+  c.indices.push_back(index);
 }
 
 void FileWriter::String(size_t column, std::string_view v) {
@@ -196,6 +299,7 @@ void FileWriter::String(size_t column, std::string_view v) {
     PutLe(&c.strings, v.size(), 4);
     c.strings.append(v);
     c.string_ends.push_back(static_cast<uint32_t>(c.strings.size()));
+    over_limit_ = over_limit_ || c.strings.size() > kMaxStringBytes;
     return;
   }
   auto it = c.string_dict.find(std::string(v));
@@ -204,6 +308,7 @@ void FileWriter::String(size_t column, std::string_view v) {
     PutLe(&c.dict_plain, v.size(), 4);
     c.dict_plain.append(v);
     ++c.dict_size;
+    over_limit_ = over_limit_ || c.dict_plain.size() > options_.max_dictionary_bytes;
   }
   c.indices.push_back(it->second);
 }
@@ -222,12 +327,7 @@ std::string FileWriter::EndRow() {
   if (!error_.empty()) return error_;
   ++group_rows_;
   ++total_rows_;
-  bool full = group_rows_ >= options_.row_group_rows;
-  // Bounded memory: strings also end a group at 64 MiB (the u32 offsets stay far from overflow).
-  for (const auto& c : columns_) {
-    full = full || c->dict_plain.size() > options_.max_dictionary_bytes || c->strings.size() > (64u << 20);
-  }
-  if (full) error_ = FlushRowGroup();
+  if (group_rows_ >= options_.row_group_rows || over_limit_) error_ = FlushRowGroup();
   return error_;
 }
 
@@ -314,19 +414,12 @@ std::string FileWriter::WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta
       const uint32_t from = value == 0 ? 0 : c.string_ends[value - 1];
       const uint32_t to = present == 0 ? from : c.string_ends[value + present - 1];
       body.append(c.strings, from, to - from);
-    } else if (c.int_bytes() == 8) {
-      body.append(reinterpret_cast<const char*>(c.ints.data() + value), present * 8);  // x86-64: little-endian
     } else {
-      const size_t base = body.size();
-      body.resize(base + present * 4);
-      for (size_t k = 0; k < present; ++k) {
-        const int32_t v = static_cast<int32_t>(c.ints[value + k]);
-        memcpy(&body[base + 4 * k], &v, 4);
-      }
+      AppendDeltaBinaryPacked(c.ints.data() + value, present, c.spec.type == ColumnType::kInt32, &body);
     }
     value += present;
-    if (std::string err = WritePage(kDataPage, body, static_cast<int32_t>(r1 - r0),
-                                    c.spec.dictionary ? kRleDictionary : kPlain, &meta->uncompressed, &meta->compressed);
+    if (std::string err = WritePage(kDataPage, body, static_cast<int32_t>(r1 - r0), DataEncoding(c.spec),
+                                    &meta->uncompressed, &meta->compressed);
         !err.empty())
       return err;
     if (r1 >= rows) break;
@@ -341,6 +434,7 @@ std::string FileWriter::FlushRowGroup() {
     if (std::string err = WriteColumnChunk(*columns_[i], group_rows_, &metas[i]); !err.empty()) return err;
     columns_[i]->Clear();
   }
+  over_limit_ = false;
   row_groups_.push_back(std::move(metas));
   row_group_rows_.push_back(group_rows_);
   group_rows_ = 0;
@@ -386,7 +480,7 @@ std::string FileWriter::Footer() const {
       t.I32(1, PhysicalType(spec.type));
       const bool levels = spec.optional;
       t.BeginList(2, ThriftWriter::kI32, (m.has_dictionary ? 2 : 1) + (levels ? 1 : 0));
-      t.ListI32(m.has_dictionary ? kRleDictionary : kPlain);
+      t.ListI32(DataEncoding(spec));
       if (m.has_dictionary) t.ListI32(kPlain);
       if (levels) t.ListI32(kRle);
       t.BeginList(3, ThriftWriter::kBinary, 1);

@@ -1,6 +1,7 @@
 // A minimal Parquet file writer: flat schemas of INT32, INT64 and UTF-8
-// strings, required or optional, PLAIN or dictionary (RLE_DICTIONARY)
-// encoded, zstd-compressed data pages (format v1), bounded row groups.
+// strings, required or optional; strings PLAIN, integers
+// DELTA_BINARY_PACKED, either dictionary-encoded (RLE_DICTIONARY) on
+// request; zstd-compressed data pages (format v1), bounded row groups.
 // Debian 12 packages no Arrow/Parquet C++ library; this is what lookback's
 // fleet export (`lookback export --to parquet`, docs/fleet.md) needs and no
 // more: no nesting, no repetition levels, no page indexes.
@@ -52,6 +53,11 @@ struct WriterOptions {
 // padded with zeros).
 void AppendHybrid(const uint32_t* values, size_t n, int bit_width, std::string* out);
 
+// The DELTA_BINARY_PACKED encoding of `values` (blocks of 128 values in 4
+// miniblocks of 32), appended to `out`; `int32`: deltas wrap at 32 bits, as
+// an INT32 column's reader adds them.
+void AppendDeltaBinaryPacked(const int64_t* values, size_t n, bool int32, std::string* out);
+
 class FileWriter {
  public:
   // Creates the temporary file beside `path`. The error names the path.
@@ -98,6 +104,7 @@ class FileWriter {
   std::vector<std::vector<ChunkMeta>> row_groups_;
   std::vector<uint64_t> row_group_rows_;
   size_t group_rows_ = 0;
+  bool over_limit_ = false;  // a dictionary or the strings outgrew their bound: end the row group
   uint64_t total_rows_ = 0;
   uint64_t offset_ = 0;
   std::string error_;

@@ -50,16 +50,9 @@ struct TableDef {
 };
 const TableDef& TableOf(Table t);
 
-// One cell. Text points into memory that lives until Row() returns.
-struct Value {
-  enum Kind : uint8_t { kNull, kInt, kText } kind = kNull;
-  int64_t i = 0;
-  std::string_view s;
-  static Value Int(int64_t v) { return {kInt, v, {}}; }
-  static Value Text(std::string_view v) { return {kText, 0, v}; }
-  static Value OptionalText(std::string_view v) { return v.empty() ? Value{} : Text(v); }
-  static Value Null() { return {}; }
-};
+// One cell. Text points into memory that lives until Row() returns. The
+// Parquet writer's own cell type, so rows reach it without copying.
+using Value = parquet::Cell;
 
 // Where rows go: a database, Parquet files. Rows of a table arrive with one
 // value per column of TableOf(table), in order.

@@ -81,19 +81,13 @@ class ParquetDataset : public FleetTarget {
       if (!created.ok()) return created.error().message;
       w = std::move(created.value());
     }
+    if (t != fleet::kDumps) return w->AppendRow(values);  // only `dumps` has partition keys
+    std::vector<fleet::Value> kept;                          // one row per dump
     const auto& cols = fleet::TableOf(t).columns;
-    size_t out = 0;
     for (size_t i = 0; i < values.size(); ++i) {
-      if (cols[i].partition) continue;  // in the path
-      const fleet::Value& v = values[i];
-      switch (v.kind) {
-        case fleet::Value::kNull: w->Null(out); break;
-        case fleet::Value::kInt: w->Int(out, v.i); break;
-        case fleet::Value::kText: w->String(out, v.s); break;
-      }
-      ++out;
+      if (!cols[i].partition) kept.push_back(values[i]);  // the others are in the path
     }
-    return w->EndRow();
+    return w->AppendRow(kept);
   }
 
   std::string EndDump(bool ok) override {

@@ -185,23 +185,37 @@ struct FileWriter::Column {
   std::vector<uint32_t> small;
   std::string dict_plain;  // the dictionary page's values, in index order
   uint32_t dict_size = 0;
+  std::vector<int64_t> dict_ints;  // integer dictionaries' values, in index order (for statistics)
+  // The row group's data pages so far, encoded and compressed (headers
+  // included): the raw buffers above hold one page at most, so they stay in
+  // the cache, and the row group costs what it compresses to.
+  std::string pages;
+  uint64_t uncompressed = 0, compressed = 0;  // of `pages`
   int64_t min = std::numeric_limits<int64_t>::max(), max = std::numeric_limits<int64_t>::min();
   uint64_t nulls = 0;
 
-  void Clear() {
+  // After a page is encoded.
+  void ClearPage() {
     ints.clear();
     strings.clear();
     string_ends.clear();
     indices.clear();
     defined.clear();
+  }
+  // After a row group is written.
+  void Clear() {
+    ClearPage();
+    pages.clear();
+    uncompressed = compressed = 0;
+    min = std::numeric_limits<int64_t>::max();
+    max = std::numeric_limits<int64_t>::min();
     string_dict.clear();
     int_dict.clear();
     has_last = false;
     std::fill(small.begin(), small.end(), 0u);
     dict_plain.clear();
     dict_size = 0;
-    min = std::numeric_limits<int64_t>::max();
-    max = std::numeric_limits<int64_t>::min();
+    dict_ints.clear();
     nulls = 0;
   }
   int int_bytes() const { return spec.type == ColumnType::kInt32 ? 4 : 8; }
@@ -224,15 +238,13 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, 
   if (w->options_.page_rows == 0) w->options_.page_rows = 1;
   if (w->options_.row_group_rows == 0) w->options_.row_group_rows = 1;
   for (auto& spec : columns) {
-    auto c = std::make_unique<Column>();
-    c->spec = std::move(spec);
-    // A row group's worth up front (only touched pages cost memory): no
-    // copying as the buffers grow.
-    const size_t cap = std::min<size_t>(w->options_.row_group_rows, 1 << 20);
-    if (c->spec.dictionary) c->indices.reserve(cap);
-    else if (c->spec.type != ColumnType::kString) c->ints.reserve(cap);
-    if (c->spec.optional) c->defined.reserve(cap);
-    w->columns_.push_back(std::move(c));
+    Column& c = w->columns_.emplace_back();
+    c.spec = std::move(spec);
+    // A page's worth up front: no copying as the buffers grow.
+    const size_t cap = std::min(w->options_.row_group_rows, w->options_.page_rows);
+    if (c.spec.dictionary) c.indices.reserve(cap);
+    else if (c.spec.type != ColumnType::kString) c.ints.reserve(cap);
+    if (c.spec.optional) c.defined.reserve(cap);
   }
   // O_EXCL after removing a leftover of a crashed export: never write through someone else's file.
   unlink(w->tmp_.c_str());
@@ -255,10 +267,8 @@ FileWriter::~FileWriter() {
 }
 
 void FileWriter::Int(size_t column, int64_t v) {
-  Column& c = *columns_[column];
+  Column& c = columns_[column];
   if (c.spec.optional) c.defined.push_back(1);
-  c.min = std::min(c.min, v);
-  c.max = std::max(c.max, v);
   if (!c.spec.dictionary) {
     c.ints.push_back(v);
     return;
@@ -273,6 +283,7 @@ void FileWriter::Int(size_t column, int64_t v) {
     uint32_t& slot = c.small[static_cast<size_t>(v)];
     if (slot == 0) {
       PutLe(&c.dict_plain, static_cast<uint64_t>(v), c.int_bytes());
+      c.dict_ints.push_back(v);
       slot = ++c.dict_size;
       over_limit_ = over_limit_ || c.dict_plain.size() > options_.max_dictionary_bytes;
     }
@@ -281,6 +292,7 @@ void FileWriter::Int(size_t column, int64_t v) {
     auto [it, added] = c.int_dict.try_emplace(v, c.dict_size);
     if (added) {
       PutLe(&c.dict_plain, static_cast<uint64_t>(v), c.int_bytes());
+      c.dict_ints.push_back(v);
       ++c.dict_size;
       over_limit_ = over_limit_ || c.dict_plain.size() > options_.max_dictionary_bytes;
     }
@@ -293,7 +305,7 @@ void FileWriter::Int(size_t column, int64_t v) {
 }
 
 void FileWriter::String(size_t column, std::string_view v) {
-  Column& c = *columns_[column];
+  Column& c = columns_[column];
   if (c.spec.optional) c.defined.push_back(1);
   if (!c.spec.dictionary) {
     PutLe(&c.strings, v.size(), 4);
@@ -314,7 +326,7 @@ void FileWriter::String(size_t column, std::string_view v) {
 }
 
 void FileWriter::Null(size_t column) {
-  Column& c = *columns_[column];
+  Column& c = columns_[column];
   if (!c.spec.optional) {  // keep the columns aligned; the caller broke its own schema
     if (c.spec.type == ColumnType::kString) String(column, ""); else Int(column, 0);
     return;
@@ -323,11 +335,25 @@ void FileWriter::Null(size_t column) {
   ++c.nulls;
 }
 
+std::string FileWriter::AppendRow(std::span<const Cell> cells) {
+  const size_t n = std::min(cells.size(), columns_.size());
+  for (size_t i = 0; i < n; ++i) {
+    const Cell& v = cells[i];
+    switch (v.kind) {
+      case Cell::kNull: Null(i); break;
+      case Cell::kInt: Int(i, v.i); break;
+      case Cell::kText: String(i, v.s); break;
+    }
+  }
+  return EndRow();
+}
+
 std::string FileWriter::EndRow() {
   if (!error_.empty()) return error_;
   ++group_rows_;
   ++total_rows_;
-  if (group_rows_ >= options_.row_group_rows || over_limit_) error_ = FlushRowGroup();
+  if (++page_rows_ >= options_.page_rows) error_ = EncodePages();
+  if (error_.empty() && (group_rows_ >= options_.row_group_rows || over_limit_)) error_ = FlushRowGroup();
   return error_;
 }
 
@@ -344,8 +370,8 @@ std::string FileWriter::Write(const void* data, size_t n) {
   return "";
 }
 
-std::string FileWriter::WritePage(int page_type, const std::string& body, int32_t num_values, int encoding,
-                                  uint64_t* uncompressed, uint64_t* compressed) {
+std::string FileWriter::AppendPage(std::string* out, int page_type, const std::string& body, int32_t num_values,
+                                   int encoding, uint64_t* uncompressed, uint64_t* compressed) {
   const size_t bound = ZSTD_compressBound(body.size());
   if (compressed_.size() < bound) compressed_.resize(bound);
   const size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zstd_), compressed_.data(), bound, body.data(), body.size(),
@@ -372,67 +398,85 @@ std::string FileWriter::WritePage(int page_type, const std::string& body, int32_
   h.End();
   *uncompressed += h.bytes().size() + body.size();
   *compressed += h.bytes().size() + n;
-  if (std::string err = Write(h.bytes().data(), h.bytes().size()); !err.empty()) return err;
-  return Write(compressed_.data(), n);
+  out->append(h.bytes());
+  out->append(compressed_.data(), n);
+  return "";
+}
+
+std::string FileWriter::EncodePages() {
+  const size_t rows = page_rows_;
+  page_rows_ = 0;
+  if (rows == 0) return "";
+  for (Column& c : columns_) {
+    std::string& body = scratch_;
+    body.clear();
+    size_t present = rows;
+    if (c.spec.optional) {
+      std::string levels;
+      AppendHybrid(c.defined.data(), rows, 1, &levels);
+      PutLe(&body, levels.size(), 4);
+      body += levels;
+      present = static_cast<size_t>(std::count(c.defined.begin(), c.defined.end(), 1u));
+    }
+    if (c.spec.dictionary) {
+      // Indices refer to the dictionary as it is now; later pages may use more bits.
+      const int index_width = BitWidth(c.dict_size > 0 ? c.dict_size - 1 : 0);
+      body.push_back(static_cast<char>(index_width));
+      AppendHybrid(c.indices.data(), present, index_width, &body);
+    } else if (c.spec.type == ColumnType::kString) {
+      body.append(c.strings);
+    } else {
+      AppendDeltaBinaryPacked(c.ints.data(), present, c.spec.type == ColumnType::kInt32, &body);
+      if (present > 0) {  // statistics in one tight pass, not a compare per value appended
+        const auto [lo, hi] = std::minmax_element(c.ints.begin(), c.ints.end());
+        c.min = std::min(c.min, *lo);
+        c.max = std::max(c.max, *hi);
+      }
+    }
+    if (std::string err = AppendPage(&c.pages, kDataPage, body, static_cast<int32_t>(rows), DataEncoding(c.spec),
+                                     &c.uncompressed, &c.compressed);
+        !err.empty())
+      return err;
+    c.ClearPage();
+  }
+  return "";
 }
 
 std::string FileWriter::WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta) {
   meta->start = offset_;
   meta->values = rows;
   meta->nulls = c.nulls;
+  if (c.spec.dictionary && !c.dict_ints.empty()) {
+    const auto [lo, hi] = std::minmax_element(c.dict_ints.begin(), c.dict_ints.end());
+    c.min = *lo;
+    c.max = *hi;
+  }
   meta->has_stats = c.spec.type != ColumnType::kString && c.min <= c.max;
   meta->min = c.min;
   meta->max = c.max;
-  if (c.spec.dictionary) {
+  if (c.spec.dictionary) {  // the dictionary page first, then the data pages that use it
     meta->has_dictionary = true;
     meta->dictionary_page = offset_;
-    if (std::string err = WritePage(kDictionaryPage, c.dict_plain, static_cast<int32_t>(c.dict_size), kPlain,
-                                    &meta->uncompressed, &meta->compressed);
+    std::string page;
+    if (std::string err = AppendPage(&page, kDictionaryPage, c.dict_plain, static_cast<int32_t>(c.dict_size), kPlain,
+                                     &meta->uncompressed, &meta->compressed);
         !err.empty())
       return err;
+    if (std::string err = Write(page.data(), page.size()); !err.empty()) return err;
   }
   meta->data_page = offset_;
-  const int index_width = BitWidth(c.dict_size > 0 ? c.dict_size - 1 : 0);
-  size_t value = 0;  // index of the first non-null value of the page
-  for (size_t r0 = 0; r0 < rows || r0 == 0; r0 += options_.page_rows) {
-    const size_t r1 = std::min(rows, r0 + options_.page_rows);
-    size_t present = r1 - r0;
-    std::string& body = scratch_;
-    body.clear();
-    if (c.spec.optional) {
-      std::string levels;
-      AppendHybrid(c.defined.data() + r0, r1 - r0, 1, &levels);
-      PutLe(&body, levels.size(), 4);
-      body += levels;
-      present = static_cast<size_t>(std::count(c.defined.begin() + static_cast<ptrdiff_t>(r0),
-                                               c.defined.begin() + static_cast<ptrdiff_t>(r1), 1u));
-    }
-    if (c.spec.dictionary) {
-      body.push_back(static_cast<char>(index_width));
-      AppendHybrid(c.indices.data() + value, present, index_width, &body);
-    } else if (c.spec.type == ColumnType::kString) {
-      const uint32_t from = value == 0 ? 0 : c.string_ends[value - 1];
-      const uint32_t to = present == 0 ? from : c.string_ends[value + present - 1];
-      body.append(c.strings, from, to - from);
-    } else {
-      AppendDeltaBinaryPacked(c.ints.data() + value, present, c.spec.type == ColumnType::kInt32, &body);
-    }
-    value += present;
-    if (std::string err = WritePage(kDataPage, body, static_cast<int32_t>(r1 - r0), DataEncoding(c.spec),
-                                    &meta->uncompressed, &meta->compressed);
-        !err.empty())
-      return err;
-    if (r1 >= rows) break;
-  }
-  return "";
+  meta->uncompressed += c.uncompressed;
+  meta->compressed += c.compressed;
+  return Write(c.pages.data(), c.pages.size());
 }
 
 std::string FileWriter::FlushRowGroup() {
   if (group_rows_ == 0) return "";
+  if (std::string err = EncodePages(); !err.empty()) return err;
   std::vector<ChunkMeta> metas(columns_.size());
   for (size_t i = 0; i < columns_.size(); ++i) {
-    if (std::string err = WriteColumnChunk(*columns_[i], group_rows_, &metas[i]); !err.empty()) return err;
-    columns_[i]->Clear();
+    if (std::string err = WriteColumnChunk(columns_[i], group_rows_, &metas[i]); !err.empty()) return err;
+    columns_[i].Clear();
   }
   over_limit_ = false;
   row_groups_.push_back(std::move(metas));
@@ -449,12 +493,12 @@ std::string FileWriter::Footer() const {
   t.Binary(4, "schema");
   t.I32(5, static_cast<int32_t>(columns_.size()));
   t.EndStruct();
-  for (const auto& c : columns_) {
+  for (const Column& c : columns_) {
     t.BeginListStruct();
-    t.I32(1, PhysicalType(c->spec.type));
-    t.I32(3, c->spec.optional ? kOptional : kRequired);
-    t.Binary(4, c->spec.name);
-    if (c->spec.type == ColumnType::kString) {
+    t.I32(1, PhysicalType(c.spec.type));
+    t.I32(3, c.spec.optional ? kOptional : kRequired);
+    t.Binary(4, c.spec.name);
+    if (c.spec.type == ColumnType::kString) {
       t.I32(6, kConvertedUtf8);
       t.BeginStruct(10);  // LogicalType union: STRING
       t.BeginStruct(1);
@@ -473,7 +517,7 @@ std::string FileWriter::Footer() const {
     t.BeginList(1, ThriftWriter::kStruct, metas.size());
     for (size_t i = 0; i < metas.size(); ++i) {
       const ChunkMeta& m = metas[i];
-      const ColumnSpec& spec = columns_[i]->spec;
+      const ColumnSpec& spec = columns_[i].spec;
       t.BeginListStruct();  // ColumnChunk
       t.I64(2, static_cast<int64_t>(m.start));
       t.BeginStruct(3);  // ColumnMetaData

@@ -6,9 +6,11 @@
 // fleet export (`lookback export --to parquet`, docs/fleet.md) needs and no
 // more: no nesting, no repetition levels, no page indexes.
 //
-// Memory is one row group: rows are buffered column by column and written
-// when the group reaches `row_group_rows` or a dictionary outgrows
-// `max_dictionary_bytes`, then the buffers are reused. The file is written
+// Memory is one row group, compressed: rows are buffered column by column
+// for one page (`page_rows`), then encoded and compressed into the column's
+// pages; the row group is written when it reaches `row_group_rows` or a
+// dictionary outgrows `max_dictionary_bytes` (each column chunk: its
+// dictionary page, then its data pages). The file is written
 // under a temporary name (".NAME.tmp" beside it) and appears under its real
 // name only when Publish() renames it, so a reader never sees half a file.
 //
@@ -20,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,9 +41,21 @@ struct ColumnSpec {
   bool dictionary = false;  // RLE_DICTIONARY: for repetitive values (names, hosts, ids)
 };
 
+// One value of a row for AppendRow. Text points into memory that lives
+// until AppendRow returns.
+struct Cell {
+  enum Kind : uint8_t { kNull, kInt, kText } kind = kNull;
+  int64_t i = 0;
+  std::string_view s;
+  static Cell Int(int64_t v) { return {kInt, v, {}}; }
+  static Cell Text(std::string_view v) { return {kText, 0, v}; }
+  static Cell OptionalText(std::string_view v) { return v.empty() ? Cell{} : Text(v); }
+  static Cell Null() { return {}; }
+};
+
 struct WriterOptions {
   size_t row_group_rows = 1 << 20;
-  size_t page_rows = 1 << 16;               // rows per data page
+  size_t page_rows = 1 << 14;               // rows per data page: the raw buffers, kept small for the cache
   size_t max_dictionary_bytes = 1 << 20;    // a larger dictionary ends the row group early
   int zstd_level = 1;                       // fast: the export should keep up with the decoder
   std::string created_by = "lookback";
@@ -74,6 +89,9 @@ class FileWriter {
   void Null(size_t column);
   // "" or the first write error (later calls do nothing once failed).
   std::string EndRow();
+  // The same for a whole row at once (one cell per column): what exporters
+  // use, one call per row instead of one per value.
+  std::string AppendRow(std::span<const Cell> cells);
 
   // Writes the last row group and the footer and closes the file (still
   // under its temporary name). "" or an error.
@@ -91,8 +109,9 @@ class FileWriter {
   FileWriter() = default;
   std::string FlushRowGroup();
   std::string WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta);
-  std::string WritePage(int page_type, const std::string& body, int32_t num_values, int encoding, uint64_t* uncompressed,
-                        uint64_t* compressed);
+  std::string EncodePages();
+  std::string AppendPage(std::string* out, int page_type, const std::string& body, int32_t num_values, int encoding,
+                         uint64_t* uncompressed, uint64_t* compressed);
   std::string Write(const void* data, size_t n);
   std::string Footer() const;
 
@@ -100,10 +119,10 @@ class FileWriter {
   int fd_ = -1;
   bool published_ = false;
   WriterOptions options_;
-  std::vector<std::unique_ptr<Column>> columns_;
+  std::vector<Column> columns_;  // contiguous: every row touches each of them
   std::vector<std::vector<ChunkMeta>> row_groups_;
   std::vector<uint64_t> row_group_rows_;
-  size_t group_rows_ = 0;
+  size_t group_rows_ = 0, page_rows_ = 0;
   bool over_limit_ = false;  // a dictionary or the strings outgrew their bound: end the row group
   uint64_t total_rows_ = 0;
   uint64_t offset_ = 0;

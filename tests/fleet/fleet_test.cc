@@ -115,6 +115,23 @@ TEST(FleetCorpus, EveryHostIsRecordedUnderItsOwnName) {
   EXPECT_NE(info.out.find("host          host-01"), std::string::npos) << info.out;
 }
 
+TEST(FleetExport, HostDefaultsToTheMachinesNameAndLookbackHostOverridesIt) {
+  const std::string dir = FreshDir("fleet-hostname");
+  RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir + "/plain", "--", Program("fleet-v1/fleet")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Linked or preloaded without `record`: the variable alone.
+  r = RunProgram({Cli(), "record", "-q", "--dir", dir + "/env", "--", Program("fleet-v1/fleet")},
+                 {{"LOOKBACK_HOST", "from-env"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunProgram({Cli(), "sql", "-q", dir + "/plain", dir + "/env", "-o", dir + "/h.db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  Db db(dir + "/h.db");
+  EXPECT_EQ(db.Query("SELECT host FROM dumps ORDER BY host = 'from-env'"),
+            (Rows{{host}, {"from-env"}}));
+}
+
 TEST(FleetCorpus, DuckDbReadsEveryTableWithTheRowsSqliteHas) {
   SKIP_WITHOUT_DUCKDB();
   const auto& duck = DuckDbAnswers();

@@ -141,25 +141,29 @@ void AppendDeltaBinaryPacked(const int64_t* values, size_t n, bool int32, std::s
       widths[m] = any == 0 ? 0 : 64 - __builtin_clzll(any);
       out->push_back(static_cast<char>(widths[m]));
     }
-    // Miniblocks with values, each padded to 32 values; none for unused ones.
-    // 32 values of w bits are 4w bytes: whole 64-bit words when w is even.
+    // Miniblocks with values, each padded to 32 values (zeros); none for
+    // unused ones. 32 values of w bits are 4w bytes.
+    std::fill(deltas + count, deltas + kBlock, 0);
     for (size_t m = 0; m < kMiniblocks && m * kMini < count; ++m) {
       const int w = widths[m];
+      if (w == 0) continue;
       const size_t base = out->size();
       out->resize(base + 4 * static_cast<size_t>(w));
       char* p = out->data() + base;
-      unsigned __int128 acc = 0;
+      uint64_t acc = 0;
       int bits = 0;
-      for (size_t k = m * kMini; k < (m + 1) * kMini && w > 0; ++k) {
-        acc |= static_cast<unsigned __int128>(k < count ? deltas[k] : 0) << bits;
-        bits += w;
-        if (bits >= 64) {
-          const uint64_t word = static_cast<uint64_t>(acc);
-          memcpy(p, &word, 8);  // x86-64: little-endian, as the format wants
-          p += 8;
-          acc >>= 64;
-          bits -= 64;
+      for (size_t k = m * kMini; k < (m + 1) * kMini; ++k) {
+        const uint64_t v = deltas[k];
+        acc |= v << bits;  // bits < 64
+        if (bits + w < 64) {
+          bits += w;
+          continue;
         }
+        memcpy(p, &acc, 8);  // x86-64: little-endian, as the format wants
+        p += 8;
+        const int used = 64 - bits;  // bits of v that fit
+        acc = used == 64 ? 0 : v >> used;
+        bits = w - used;
       }
       for (; bits > 0; bits -= 8, acc >>= 8) *p++ = static_cast<char>(static_cast<uint8_t>(acc));
     }
@@ -339,10 +343,33 @@ std::string FileWriter::AppendRow(std::span<const Cell> cells) {
   const size_t n = std::min(cells.size(), columns_.size());
   for (size_t i = 0; i < n; ++i) {
     const Cell& v = cells[i];
-    switch (v.kind) {
-      case Cell::kNull: Null(i); break;
-      case Cell::kInt: Int(i, v.i); break;
-      case Cell::kText: String(i, v.s); break;
+    Column& c = columns_[i];
+    // The common cases inline (a plain integer, a dictionary's last value
+    // again): this loop runs for every value of every row.
+    if (v.kind == Cell::kInt) {
+      if (!c.spec.dictionary) {
+        if (c.spec.optional) c.defined.push_back(1);
+        c.ints.push_back(v.i);
+        continue;
+      }
+      uint32_t index;
+      if (c.has_last && c.last_value == v.i) {
+        index = c.last_index;
+      } else if (v.i >= 0 && static_cast<uint64_t>(v.i) < c.small.size() && c.small[static_cast<size_t>(v.i)] != 0) {
+        index = c.small[static_cast<size_t>(v.i)] - 1;
+        c.last_value = v.i;
+        c.last_index = index;
+        c.has_last = true;
+      } else {
+        Int(i, v.i);  // a new value: the dictionary grows
+        continue;
+      }
+      if (c.spec.optional) c.defined.push_back(1);
+      c.indices.push_back(index);
+    } else if (v.kind == Cell::kText) {
+      String(i, v.s);
+    } else {
+      Null(i);
     }
   }
   return EndRow();

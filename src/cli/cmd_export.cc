@@ -146,17 +146,10 @@ int Run(const ExportOptions& o) {
 
 Runner SetupExport(CLI::App* sub) {
   auto o = std::make_shared<ExportOptions>();
+  AddFleetOptions(sub, &o->in);
   sub->add_option("--to", o->to, "Output format: parquet")->required();
-  sub->add_option("dumps", o->in.paths, "Dumps (.lbk), or directories searched for them")->required();
   sub->add_option("-o,--output", o->out, "The dataset directory (created; appended to if it exists)")->required();
-  sub->add_option("--thread", o->in.thread, "Only this thread (tid or name)");
-  sub->add_option("--window", o->in.window,
-                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
-                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
-  sub->add_option("--symbols", o->in.symbols, "Extra directories to look for the traced binaries in (by name or build id)");
-  sub->add_option("--signatures", o->in.signatures, "Signature file: fill signature_matches (docs/analyses.md, match)");
   sub->add_option("--row-group-rows", o->row_group_rows, "Rows per Parquet row group (default 1048576): bounds memory");
-  sub->add_flag("-q,--quiet", o->in.quiet, "Print only errors");
   sub->footer("Tables: dumps, threads, functions, calls, samples, thread_states, signature_matches, each under "
               "OUT/<table>/program=<program>/day=<YYYY-MM-DD>/. Exit status 3: some dumps could not be read and were "
               "skipped. See docs/fleet.md.");

@@ -44,17 +44,10 @@ int Run(const SqlOptions& o) {
 
 Runner SetupSql(CLI::App* sub) {
   auto o = std::make_shared<SqlOptions>();
-  sub->add_option("dumps", o->in.paths, "Dumps (.lbk), or directories searched for them")->required();
+  AddFleetOptions(sub, &o->in);
   sub->add_option("-o,--output", o->out, "The SQLite database to write (replaced if it exists)")->required();
-  sub->add_option("--thread", o->in.thread, "Only this thread (tid or name)");
-  sub->add_option("--window", o->in.window,
-                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
-                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
-  sub->add_option("--symbols", o->in.symbols, "Extra directories to look for the traced binaries in (by name or build id)");
-  sub->add_option("--signatures", o->in.signatures, "Signature file: fill signature_matches (docs/analyses.md, match)");
   sub->add_flag("--index", o->index,
                 "Also build indexes (by call, function, parent, thread) after the load: faster joins, slower export");
-  sub->add_flag("-q,--quiet", o->in.quiet, "Print only errors");
   sub->footer("Tables: dumps, threads, functions, calls, samples, thread_states, signature_matches (+ views call_names, "
               "sample_deltas); times in ns. Exit status 3: some dumps could not be read and were skipped. "
               "See docs/analyses.md and docs/fleet.md for the schema and example queries.");

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "analyses/fleet.h"
 
 namespace lookback::cli {
@@ -30,6 +32,10 @@ struct FleetInput {
   std::string thread, window, signatures;
   bool quiet = false;
 };
+
+// Declares the options `sql` and `export` share (the dumps, --thread,
+// --window, --symbols, --signatures, -q) on `sub`.
+void AddFleetOptions(CLI::App* sub, FleetInput* in);
 
 // Exports every dump to `target`. Returns kExitOk, kExitPartial when some
 // dumps were skipped (each named on stderr), kExitError when none could be

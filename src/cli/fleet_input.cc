@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/opened_dump.h"
+#include "cli/progress.h"
 #include "model/walk.h"
 
 namespace lookback::cli {
@@ -38,6 +39,36 @@ std::vector<std::string> Expand(const std::vector<std::string>& args, int* missi
   return out;
 }
 
+// One bar for the whole run, over the bytes of the dumps: many small dumps
+// move it as surely as one large one (whose walk moves it within the dump).
+class FleetProgress {
+ public:
+  FleetProgress(const char* what, uint64_t total_bytes) : bar_(what, "B of dumps"), total_(total_bytes) {}
+  // Messages about the previous dump come after the bar is cleared; it is
+  // drawn again at the next update.
+  void StartDump(uint64_t bytes) {
+    before_ += size_;
+    size_ = bytes;
+    bar_.Done();
+  }
+  void Clear() { bar_.Done(); }
+  static void Walked(void* self, uint64_t done, uint64_t total) {
+    auto* p = static_cast<FleetProgress*>(self);
+    const uint64_t within = total == 0 ? 0 : static_cast<uint64_t>(static_cast<double>(p->size_) * done / total);
+    p->bar_.Update(p->before_ + within, p->total_);
+  }
+
+ private:
+  Progress bar_;
+  uint64_t total_, before_ = 0, size_ = 0;
+};
+
+uint64_t FileSize(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<uint64_t>(n);
+}
+
 }  // namespace
 
 void AddFleetOptions(CLI::App* sub, FleetInput* in) {
@@ -61,8 +92,12 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
   int skipped = 0;
   const std::vector<std::string> dumps = Expand(in.paths, &skipped);
   int exported = 0, already = 0;
+  uint64_t total_bytes = 0;
+  for (const auto& d : dumps) total_bytes += FileSize(d);
+  FleetProgress progress(verb, total_bytes);
   for (size_t i = 0; i < dumps.size(); ++i) {
     const std::string& path = dumps[i];
+    progress.StartDump(FileSize(path));
     OpenedDump od;
     if (int rc = od.Open(path, in.symbols, in.thread, in.window, true, path + ": "); rc != kExitOk) {
       if (rc == kExitUsage) return rc;  // a bad --window: the same for every dump
@@ -87,14 +122,16 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
     analyses::fleet::FleetOptions fo;
     fo.file = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
     fo.signatures = in.signatures.empty() ? nullptr : &sigs.signatures;
-    const std::string what = dumps.size() > 1 ? fmt::format("{} [{}/{}]", verb, i + 1, dumps.size()) : verb;
-    const model::WalkOptions& wo = od.Walking(what);
+    model::WalkOptions wo = od.Walking(verb);  // --thread, --window; the run's bar instead of the dump's
+    od.Done();
+    wo.progress = &FleetProgress::Walked;
+    wo.progress_ctx = &progress;
     fo.window_start_ns = wo.window_start_ns;
     fo.window_end_ns = wo.window_end_ns;
     analyses::fleet::FleetRows rows(target, fo);
     model::WalkResult res = model::Walk(od.dump(), od.symbols(), wo, rows);
-    od.Done();
     const std::string end = target.EndDump(res.error.empty());
+    progress.Clear();
     if (!res.error.empty() || !end.empty()) {
       Fail(path + ": " + (res.error.empty() ? end : res.error) + "; skipped");
       ++skipped;
@@ -102,6 +139,7 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
       continue;
     }
     ++exported;
+    progress.Clear();
     if (!in.quiet) {
       const auto& s = rows.stats();
       fprintf(stderr, "lookback: %s: %s thread(s), %s function(s), %s calls%s\n", path.c_str(),

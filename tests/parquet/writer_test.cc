@@ -87,6 +87,34 @@ TEST(HybridEncoding, ALongRunAfterPackedValuesStartsAtAGroupBoundary) {
   EXPECT_EQ(Hex(out), "03" "55" "20" "01");  // one group 0b01010101, then a run of 16 ones
 }
 
+TEST(DeltaBinaryPacked, ConstantStepsTakeNoBitsPerValue) {
+  const int64_t v[] = {1, 2, 3, 4, 5};
+  std::string out;
+  parquet::AppendDeltaBinaryPacked(v, 5, false, &out);
+  // Block 128, 4 miniblocks, 5 values, first zigzag(1); min delta zigzag(1),
+  // four widths of 0 and no miniblock bytes.
+  EXPECT_EQ(Hex(out), "8001" "04" "05" "02" "02" "00000000");
+}
+
+TEST(DeltaBinaryPacked, PacksDeltasAboveTheMinimumLsbFirst) {
+  // Encodings.md's second example: deltas -2 -2 -2 1 1 1 1, minimum -2, so
+  // 0 0 0 3 3 3 3 in 2 bits, the miniblock padded to 32 values.
+  const int64_t v[] = {7, 5, 3, 1, 2, 3, 4, 5};
+  std::string out;
+  parquet::AppendDeltaBinaryPacked(v, 8, false, &out);
+  EXPECT_EQ(Hex(out), "8001" "04" "08" "0e" "03" "02000000" "c03f000000000000");
+}
+
+TEST(DeltaBinaryPacked, Int32DeltasWrapAt32Bits) {
+  // INT32 readers add deltas in 32 bits: from INT32_MAX to INT32_MIN is +1.
+  const int64_t v[] = {2147483647, -2147483648LL};
+  std::string a, b;
+  parquet::AppendDeltaBinaryPacked(v, 2, true, &a);
+  const int64_t steps[] = {0, 1};
+  parquet::AppendDeltaBinaryPacked(steps, 2, true, &b);
+  EXPECT_EQ(a.substr(a.size() - 5), b.substr(b.size() - 5));  // the same block: min delta 1, widths 0
+}
+
 TEST(ParquetWriter, FileAppearsOnlyWhenPublished) {
   const std::string dir = FreshDir("parquet-publish");
   const std::string path = dir + "/t.parquet";

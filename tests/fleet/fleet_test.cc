@@ -7,7 +7,9 @@
 // of docs/fleet.md must give DuckDB and SQLite the same answer; the answers
 // must show what was planted.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -255,6 +257,58 @@ TEST(FleetExport, CorruptAndTruncatedDumpsAreNamedAndSkipped) {
   // Nothing readable at all: a failure.
   r = RunProgram({Cli(), "export", "--to", "parquet", dir + "/in/d-corrupt.lbk", "-o", dir + "/out2"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
+}
+
+// Killed half way (SIGKILL: no chance to clean up), an export leaves only
+// hidden temporary files besides complete ones: every visible Parquet file
+// reads whole, and the next export finishes the job.
+TEST(FleetExport, KilledExportLeavesNoPartialFileVisible) {
+  SKIP_WITHOUT_DUCKDB();
+  const Corpus& c = TheCorpus();
+  const std::string dir = FreshDir("fleet-killed");
+  const std::string out = dir + "/out";
+  // One-row row groups: a slow export, so the kill lands while files are being written.
+  const std::vector<std::string> argv = {Cli(), "export", "--to", "parquet", "-q", c.dumps, "-o", out, "--row-group-rows", "1"};
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  // Wait for the export to have files of its own open (it is writing), then kill it.
+  bool writing = false;
+  for (int i = 0; i < 60000 && !writing; ++i) {
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(out, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      writing = writing || it->is_regular_file(ec);
+    }
+    if (!writing) usleep(500);
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(writing) << "never saw the export write";
+  // Visible files are whole: DuckDB reads each one; temporaries are hidden (dot files).
+  std::vector<std::pair<std::string, std::string>> reads;
+  for (const auto& f : ParquetFiles(out)) {
+    const std::string name = f.substr(f.rfind('/') + 1);
+    if (name[0] == '.') {
+      EXPECT_NE(name.find(".tmp"), std::string::npos) << f;
+      continue;
+    }
+    reads.emplace_back(f, "SELECT count(*) FROM read_parquet('" + out + "/" + f + "')");
+  }
+  const auto got = DuckDbQueries("", reads, dir);
+  for (const auto& [f, q] : reads) EXPECT_EQ(got.count(f) ? got.at(f).size() : 0u, 1u) << f;
+  // Exporting again completes the dataset: every dump listed once.
+  RunResult r = RunProgram({Cli(), "export", "--to", "parquet", "-q", c.dumps, "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto after = DuckDbQueries(out, {{"dumps", "SELECT count(*), count(DISTINCT dump_id) FROM dumps"}}, dir);
+  EXPECT_EQ(after.at("dumps").at(0), (std::vector<std::string>{std::to_string(kHosts), std::to_string(kHosts)}));
 }
 
 TEST(FleetExport, AppendingAddsFilesAndSkipsDumpsAlreadyThere) {

@@ -51,3 +51,21 @@ run "sql --index" "$build/lookback" sql -q --index "$dump" -o "$work/out"
 if [[ -n "$other" ]]; then
   run "sql ($other)" "$other" sql -q "$dump" -o "$work/out"
 fi
+
+# Memory does not grow with the number of dumps: three dumps of the same size
+# (distinct runs, so distinct dump_ids) take the peak of one.
+for i in 2 3; do
+  LOOKBACK_BUFFER_SIZE=512M LOOKBACK_DUMP_AT_EXIT=1 LOOKBACK_DIR="$work/dumps" LOOKBACK_QUIET=1 LOOKBACK_HOST="bench-$i" \
+    "$build/bench/listing1_gcc_lookback" 0 2600000 0 >/dev/null
+done
+echo
+echo "| export --to parquet of | CPU s | M calls/s | peak RSS MiB |"
+echo "|---|---:|---:|---:|"
+for set in one three; do
+  [[ $set == one ]] && inputs=("$dump") || inputs=("$work"/dumps/*.lbk)
+  n=${#inputs[@]}
+  /usr/bin/time -o "$work/time" -f '%e %U %S %M' "$build/lookback" export --to parquet -q "${inputs[@]}" -o "$work/out" \
+    >/dev/null 2>&1 || echo "lookback: export of $set failed" >&2
+  awk -v n="$n" -v calls="$calls" '{ cpu = $2 + $3; printf "| %d dump(s) of %d calls | %.2f | %.1f | %.0f |\n", n, calls, cpu, n * calls / cpu / 1e6, $4 / 1024 }' "$work/time"
+  rm -rf "$work/out"
+done

@@ -75,7 +75,8 @@ class Statement {
 constexpr int kBatchRows = 64;
 
 struct Pending {
-  std::vector<fleet::Value> cells;  // texts: i = offset in `texts`
+  std::vector<fleet::Value> cells;  // texts: i = offset in `texts`, length in text_lengths
+  std::vector<size_t> text_lengths;  // of the text cells, in order
   std::string texts;
   int rows = 0;
 };
@@ -88,8 +89,9 @@ struct SqliteTables::Impl {
   std::string error;  // the first failure
   bool committed = false;
 
-  // Binds `rows` pending rows from `first_row` to `s` and runs it.
-  void Run(fleet::Table table, sqlite3_stmt* s, int first_row, int rows) {
+  // Binds `rows` pending rows from `first_row` to `s` and runs it;
+  // `*text` counts the text cells bound so far.
+  void Run(fleet::Table table, sqlite3_stmt* s, int first_row, int rows, size_t* text) {
     const Pending& p = pending[table];
     const size_t columns = fleet::TableOf(table).columns.size();
     int param = 1;
@@ -99,7 +101,7 @@ struct SqliteTables::Impl {
         case fleet::Value::kNull: sqlite3_bind_null(s, param); break;
         case fleet::Value::kInt: sqlite3_bind_int64(s, param, v.i); break;
         case fleet::Value::kText:
-          sqlite3_bind_text(s, param, p.texts.data() + v.i, static_cast<int>(v.s.size()), SQLITE_STATIC);
+          sqlite3_bind_text(s, param, p.texts.data() + v.i, static_cast<int>(p.text_lengths[(*text)++]), SQLITE_STATIC);
           break;
       }
     }
@@ -110,12 +112,14 @@ struct SqliteTables::Impl {
   // Writes what is pending: a whole batch at once, a remainder row by row.
   void Flush(fleet::Table table) {
     Pending& p = pending[table];
+    size_t text = 0;
     if (p.rows == kBatchRows) {
-      Run(table, insert_batch[table].get(), 0, kBatchRows);
+      Run(table, insert_batch[table].get(), 0, kBatchRows, &text);
     } else {
-      for (int r = 0; r < p.rows && error.empty(); ++r) Run(table, insert[table].get(), r, 1);
+      for (int r = 0; r < p.rows && error.empty(); ++r) Run(table, insert[table].get(), r, 1, &text);
     }
     p.cells.clear();
+    p.text_lengths.clear();
     p.texts.clear();
     p.rows = 0;
   }
@@ -195,7 +199,8 @@ std::string SqliteTables::Row(fleet::Table table, std::span<const fleet::Value> 
       p.cells.push_back(v);
       continue;
     }
-    p.cells.push_back({fleet::Value::kText, static_cast<int64_t>(p.texts.size()), std::string_view(nullptr, v.s.size())});
+    p.cells.push_back({fleet::Value::kText, static_cast<int64_t>(p.texts.size()), {}});
+    p.text_lengths.push_back(v.s.size());
     p.texts.append(v.s);
   }
   if (++p.rows == kBatchRows) m.Flush(table);

@@ -237,7 +237,10 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, 
   w->path_ = path;
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  w->tmp_ = dir + "." + path.substr(slash == std::string::npos ? 0 : slash + 1) + ".tmp";
+  // Hidden (engines skip dot files) and this process's own: two exports
+  // into one dataset (machines sharing a directory) never write through each
+  // other's temporaries.
+  w->tmp_ = dir + "." + path.substr(slash == std::string::npos ? 0 : slash + 1) + "." + std::to_string(getpid()) + ".tmp";
   w->options_ = std::move(options);
   if (w->options_.page_rows == 0) w->options_.page_rows = 1;
   if (w->options_.row_group_rows == 0) w->options_.row_group_rows = 1;
@@ -250,7 +253,8 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, 
     else if (c.spec.type != ColumnType::kString) c.ints.reserve(cap);
     if (c.spec.optional) c.defined.reserve(cap);
   }
-  // O_EXCL after removing a leftover of a crashed export: never write through someone else's file.
+  // O_EXCL after removing a leftover of a crashed process of the same pid:
+  // never write through a file that is not ours.
   unlink(w->tmp_.c_str());
   w->fd_ = open(w->tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (w->fd_ < 0) {

@@ -4,6 +4,7 @@
 // pages and row groups) read back by an independent reader, DuckDB.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -123,7 +124,8 @@ TEST(ParquetWriter, FileAppearsOnlyWhenPublished) {
   w.value()->Int(0, 42);
   ASSERT_EQ(w.value()->EndRow(), "");
   EXPECT_FALSE(Exists(path));
-  EXPECT_TRUE(Exists(dir + "/.t.parquet.tmp"));
+  const std::string tmp = dir + "/.t.parquet." + std::to_string(getpid()) + ".tmp";
+  EXPECT_TRUE(Exists(tmp));
   ASSERT_EQ(w.value()->Finish(), "");
   EXPECT_FALSE(Exists(path));  // complete, but not yet under its name
   ASSERT_EQ(w.value()->Publish(), "");

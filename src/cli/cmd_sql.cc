@@ -1,5 +1,6 @@
 // lookback sql DUMP_OR_DIR... -o fleet.db: dumps as one SQLite database in
 // the fleet schema (docs/analyses.md "lookback sql", docs/fleet.md).
+#include <set>
 #include <string>
 
 #include "analyses/sql.h"
@@ -17,16 +18,20 @@ struct SqlOptions {
 
 // Every dump into one transaction; a dump that fails half way cannot leave
 // rows behind because the walk fails before its first row (a dump is
-// checked whole when it is opened).
+// checked whole when it is opened). A dump given twice (the same file under
+// two names, a directory and a file in it) goes in once, as in a dataset.
 class SqliteTarget : public FleetTarget {
  public:
   explicit SqliteTarget(analyses::SqliteTables& db) : db_(db) {}
-  Start BeginDump(const analyses::fleet::DumpIdentity&, std::string*) override { return Start::kExport; }
+  Start BeginDump(const analyses::fleet::DumpIdentity& id, std::string*) override {
+    return seen_.insert(id.dump_id).second ? Start::kExport : Start::kAlreadyThere;
+  }
   std::string EndDump(bool) override { return ""; }
   std::string Row(analyses::fleet::Table t, std::span<const analyses::fleet::Value> v) override { return db_.Row(t, v); }
 
  private:
   analyses::SqliteTables& db_;
+  std::set<int64_t> seen_;
 };
 
 int Run(const SqlOptions& o) {

@@ -114,7 +114,7 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
       continue;
     }
     if (start == FleetTarget::Start::kAlreadyThere) {
-      if (!in.quiet) fprintf(stderr, "lookback: %s: already in the dataset (dump_id %016llx)\n", path.c_str(),
+      if (!in.quiet) fprintf(stderr, "lookback: %s: already exported (dump_id %016llx); skipped\n", path.c_str(),
                              static_cast<unsigned long long>(id.dump_id));
       ++already;
       continue;

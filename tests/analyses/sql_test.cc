@@ -278,6 +278,11 @@ TEST(SqlExport, ManyDumpsShareOneDatabaseAndKeepTheirRowsApart) {
                      "WHERE c.parent IS NOT NULL AND p.call_id IS NULL"),
             0);
   EXPECT_EQ(both.Int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'calls_by_call'"), 1);
+  // The same dump given twice goes in once.
+  r = RunProgram({Cli(), "sql", a, dir + "/a/dumps", "-o", dir + "/twice.db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("already exported"), std::string::npos) << r.err;
+  EXPECT_EQ(Db(dir + "/twice.db").Query(per_dump), only_a);
   EXPECT_EQ(one.Int("SELECT count(*) FROM sqlite_master WHERE type = 'index'"), 0);  // only on request
 }
 

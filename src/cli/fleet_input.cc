@@ -99,7 +99,7 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
     const std::string& path = dumps[i];
     progress.StartDump(FileSize(path));
     OpenedDump od;
-    if (int rc = od.Open(path, in.symbols, in.thread, in.window, true, path + ": "); rc != kExitOk) {
+    if (int rc = od.Open(path, in.symbols, in.thread, in.window, in.quiet, path + ": "); rc != kExitOk) {
       if (rc == kExitUsage) return rc;  // a bad --window: the same for every dump
       Fail(path + ": skipped");  // Open said why
       ++skipped;
@@ -139,7 +139,6 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
       continue;
     }
     ++exported;
-    progress.Clear();
     if (!in.quiet) {
       const auto& s = rows.stats();
       fprintf(stderr, "lookback: %s: %s thread(s), %s function(s), %s calls%s\n", path.c_str(),

@@ -336,6 +336,19 @@ TEST(FleetExport, AppendingAddsFilesAndSkipsDumpsAlreadyThere) {
   }
 }
 
+TEST(FleetExport, UnknownFormatOrNoDumpIsRefused) {
+  const std::string dir = FreshDir("fleet-usage");
+  RunResult r = RunProgram({Cli(), "export", "--to", "csv", TheCorpus().dumps, "-o", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown --to 'csv' (parquet)"), std::string::npos) << r.err;
+  r = RunProgram({Cli(), "export", "--to", "parquet", dir + "/nothing-here", "-o", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("nothing-here: no such file or directory"), std::string::npos) << r.err;
+  r = RunProgram({Cli(), "export", "--to", "parquet", TheCorpus().dumps, "-o", dir + "/out", "--signatures",
+                  dir + "/missing.sig"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 TEST(FleetExport, RowGroupsAreBoundedAndStillReadWhole) {
   SKIP_WITHOUT_DUCKDB();
   const Corpus& c = TheCorpus();

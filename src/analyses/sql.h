@@ -1,60 +1,49 @@
-// `lookback sql`: a dump as an SQLite database (threads, functions, calls),
-// for questions no built-in analysis answers. Schema and example queries:
-// docs/analyses.md ("lookback sql").
+// `lookback sql`: dumps as one SQLite database, in the fleet schema
+// (analyses/fleet.h: dumps, threads, functions, calls, samples,
+// thread_states, signature_matches), for questions no built-in analysis
+// answers. Schema and example queries: docs/analyses.md ("lookback sql") and
+// docs/fleet.md.
 //
 // Written with the sqlite3 C library in one transaction through prepared
-// statements, journal and fsync off (the database is derived data: it can be
-// made again from the dump), into a temporary file beside the target that is
-// renamed at the end; a failed export leaves nothing behind.
-//
-// Call ids are assigned at Enter, in the order calls start, and each row is
-// inserted at its Exit, when its duration and self time are known: one
-// INSERT per call and no UPDATE. A per-thread stack of (id, start, children
-// time) gives every call its parent, so memory is bounded by the call depth.
-// Indexes are built once, after the last row.
+// statements (one per table, bound and stepped per row), journal and fsync
+// off (the database is derived data: it can be made again from the dumps),
+// into a temporary file beside the target that is renamed at the end; a
+// failed export leaves nothing behind. Tables have no declared keys, so an
+// insert appends to a b-tree and nothing else; the indexes are built once,
+// after the last row, and only when asked for (building them costs more
+// than the load on large dumps). SQLite's page cache is capped, so memory
+// does not grow with the dumps.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
-#include "model/walk.h"
+#include "analyses/fleet.h"
 
 namespace lookback::analyses {
 
-// CREATE statements of the schema (tables, then indexes and views).
-extern const char* const kSqlTables;
+// Indexes and views created after the load.
 extern const char* const kSqlIndexes;
+extern const char* const kSqlViews;
 
-struct SqlExportStats {
-  uint64_t threads = 0, functions = 0, calls = 0;
-};
-
-class SqlSink : public model::TraceSink {
+class SqliteTables : public fleet::TableSink {
  public:
-  explicit SqlSink(std::string out_path);
-  ~SqlSink() override;  // abandons (removes the temporary file) unless End() succeeded
+  // Creates the temporary database beside `out_path`.
+  static Result<std::unique_ptr<SqliteTables>> Create(const std::string& out_path);
+  ~SqliteTables() override;  // abandons (removes the temporary file) unless Finish() succeeded
+  SqliteTables(const SqliteTables&) = delete;
+  SqliteTables& operator=(const SqliteTables&) = delete;
 
-  std::string Begin(const model::ExportContext& ctx) override;
-  void BeginThread(const format::ThreadInfo& t) override;
-  void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
-  void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
-  void EndThread(const model::ThreadSummary& summary) override;
-  std::string End() override;
+  std::string Row(fleet::Table table, std::span<const fleet::Value> values) override;
 
-  const SqlExportStats& stats() const { return stats_; }
-
-  // Recorded in the `dump` table: the --window given, if any (CLOCK_MONOTONIC ns).
-  void SetWindow(std::optional<int64_t> start_ns, std::optional<int64_t> end_ns) {
-    window_start_ = start_ns, window_end_ = end_ns;
-  }
+  // Views, optionally the indexes, commit, close, rename. "" or an error.
+  std::string Finish(bool indexes);
 
  private:
   struct Impl;
+  explicit SqliteTables(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
-  SqlExportStats stats_;
-  std::optional<int64_t> window_start_, window_end_;
 };
 
 }  // namespace lookback::analyses

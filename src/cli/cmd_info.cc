@@ -92,6 +92,8 @@ int Run(const InfoOptions& o) {
   fmt::print("  format        version {} (min reader {}), {}\n", d.version, format::kMinReaderVersion,
              (d.features & format::kFeatureX86Tsc) ? "x86 TSC timestamps" : "unknown clock");
   fmt::print("  process       {} (pid {}, parent {})\n", d.process.name, d.process.pid, d.process.ppid);
+  if (auto host = d.metadata.find(format::metadata::kHost); host != d.metadata.end())
+    fmt::print("  host          {}\n", host->second);
   fmt::print("  executable    {}\n", d.process.exe);
   fmt::print("  command line  {}\n", cmdline);
   fmt::print("  reason        {}\n", d.process.reason);

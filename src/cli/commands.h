@@ -23,11 +23,13 @@ Runner SetupMatch(CLI::App* sub);
 Runner SetupSql(CLI::App* sub);
 Runner SetupAttach(CLI::App* sub);  // attach and detach: cmd_attach.cc
 Runner SetupDetach(CLI::App* sub);
+Runner SetupExport(CLI::App* sub);
 
 // Exit codes, decided here only.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;  // the work failed (bad dump, no process, I/O)
 inline constexpr int kExitUsage = 2;  // the command line was wrong
+inline constexpr int kExitPartial = 3;  // sql/export: some dumps were unreadable and skipped, the rest written
 
 // "lookback: <message>" on stderr.
 void Fail(const std::string& message);

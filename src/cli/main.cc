@@ -28,7 +28,8 @@ const Command kCommands[] = {
     {"chains", "The longest call chains and the critical path of the slowest frame", SetupChains},
     {"diff", "Functions whose self and inclusive time changed most between two dumps", SetupDiff},
     {"match", "Find known-bad call chains described in a signature file", SetupMatch},
-    {"sql", "Export threads, functions and calls to an SQLite database", SetupSql},
+    {"sql", "Export dumps' threads, functions and calls to one SQLite database", SetupSql},
+    {"export", "Append dumps to a Parquet dataset (Hive-partitioned) for DuckDB, Spark, Trino, ClickHouse", SetupExport},
 };
 }  // namespace
 

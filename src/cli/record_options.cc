@@ -153,6 +153,7 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
       {"--cooldown", "LOOKBACK_COOLDOWN", "Least time between dumps of one detector (default 10s)"},
       {"--max-dumps", "LOOKBACK_MAX_DUMPS", "Keep at most this many dumps in --dir, oldest deleted first (default 100)"},
       {"--max-dump-bytes", "LOOKBACK_MAX_DUMP_BYTES", "Keep at most this many bytes of dumps in --dir (default 4G)"},
+      {"--host", "LOOKBACK_HOST", "Host name recorded in dumps (default: the machine's; docs/fleet.md)"},
       {"--config", "LOOKBACK_CONFIG", "File of 'name = value' lines (names of the LOOKBACK_* variables)"},
   };
   for (const TriggerFlag& f : kTriggerFlags) {

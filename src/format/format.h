@@ -248,6 +248,10 @@ inline constexpr const char* kSnapshotBatches = "dump.snapshot_batches";  // 1 u
 inline constexpr const char* kEncodeNs = "dump.encode_ns";         // sections built (names, window trim)
 inline constexpr const char* kWriteNs = "dump.write_ns";           // write() of everything before METADATA
 inline constexpr const char* kWriteDirect = "dump.write_direct";   // 1: the bulk went out with O_DIRECT
+// Text values (fleet analysis, docs/fleet.md): absent from dumps written
+// before they were added; readers fall back to "" / the reader's version.
+inline constexpr const char* kHost = "process.host";               // LOOKBACK_HOST, else gethostname()
+inline constexpr const char* kLookbackVersion = "lookback.version"; // the runtime that wrote the dump
 // A front-end's note (lb_set_note(key, text)): "note.<key>" -> text, e.g. the
 // JVM agent's "note.jvm" (methods traced and skipped). `lookback info` shows them.
 inline constexpr const char* kNotePrefix = "note.";

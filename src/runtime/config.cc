@@ -113,7 +113,7 @@ const char* const kConfigVariables[] = {
     "LOOKBACK_STALL", "LOOKBACK_STALL_IDLE", "LOOKBACK_SLOW_SCOPE", "LOOKBACK_SLOW_CALL", "LOOKBACK_CRASH",
     "LOOKBACK_POST_TRIGGER", "LOOKBACK_WINDOW", "LOOKBACK_RATE_LIMIT", "LOOKBACK_COOLDOWN", "LOOKBACK_MAX_DUMPS",
     "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", "LOOKBACK_EXCLUDE", "LOOKBACK_SAMPLE", "LOOKBACK_SAMPLE_INTERVAL",
-    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", nullptr};
+    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", "LOOKBACK_HOST", nullptr};
 
 bool ParseDuration(const std::string& raw, uint64_t* ns) {
   std::string t = Trim(raw);
@@ -303,6 +303,7 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
   parse_flag("LOOKBACK_QUIET", &c.quiet);
   parse_flag("LOOKBACK_CRASH", &c.crash);
   parse_flag("LOOKBACK_ATTACHED", &c.attached);
+  if (const char* v = getenv_fn("LOOKBACK_HOST"); v && *v) c.host = v;
 
   std::string why;
   auto parse_watches = [&](const char* var, std::vector<Watch>* field) {

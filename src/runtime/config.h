@@ -31,6 +31,10 @@ struct Config {
   bool dump_at_exit = false;               // LOOKBACK_DUMP_AT_EXIT
   bool enabled = true;                     // LOOKBACK_ENABLED: 0 traces no thread until lb_thread_enable
   bool quiet = false;                      // LOOKBACK_QUIET: no informational lines on stderr
+  // LOOKBACK_HOST: the host name recorded in dumps (METADATA process.host);
+  // empty = the machine's (gethostname at start-up). For fleets whose
+  // machines share names, containers, and tests.
+  std::string host;
 
   // Triggers and their policy (docs/triggers.md).
   std::vector<Watch> stall;                // LOOKBACK_STALL: thread glob : no trace point for this long

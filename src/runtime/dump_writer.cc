@@ -732,12 +732,21 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
         {format::metadata::kEncodeNs, ph.encode_ns},           {format::metadata::kWriteNs, ph.write_ns},
         {format::metadata::kWriteDirect, ph.direct},
     };
+    // Who wrote it, for fleets (docs/fleet.md): dumps from many machines end up side by side.
+    const std::pair<const char*, std::string> text[] = {
+        {format::metadata::kHost, rt.config.host},
+        {format::metadata::kLookbackVersion, LOOKBACK_VERSION},
+    };
     // Front-ends' notes (lb_set_note) go here too, as "note.<key>".
     const std::vector<std::pair<std::string, std::string>> notes = Notes();
-    PutU32(&p, static_cast<uint32_t>(std::size(kv) + notes.size()));
+    PutU32(&p, static_cast<uint32_t>(std::size(kv) + std::size(text) + notes.size()));
     for (const auto& [k, v] : kv) {
       PutString(&p, k);
       PutString(&p, std::to_string(v));
+    }
+    for (const auto& [k, v] : text) {
+      PutString(&p, k);
+      PutString(&p, v);
     }
     for (const auto& [k, text] : notes) {
       PutString(&p, std::string(format::metadata::kNotePrefix) + k);

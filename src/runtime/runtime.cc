@@ -283,6 +283,10 @@ void Initialise() {
   }
   if (comm[0] == '\0') prctl(PR_GET_NAME, comm, 0, 0, 0);
   rt->process_name = comm[0] ? comm : "process";
+  if (rt->config.host.empty()) {  // read once: a dump must not make system calls it can avoid
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) == 0) rt->config.host = host;
+  }
   rt->registry_size = rt->config.max_threads;
   void* reg = mmap(nullptr, sizeof(std::atomic<Ring*>) * rt->registry_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

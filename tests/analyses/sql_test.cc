@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "../integration/harness.h"
+#include "../integration/doc_queries.h"
+#include "../integration/sqlite_db.h"
 #include "model/walk.h"
 #include "symbolize/symbolizer.h"
 
@@ -34,48 +36,6 @@ std::string RecordTiming(const std::string& dir) {
   EXPECT_EQ(dumps.size(), 1u) << r.err;
   return dumps.size() == 1 ? dumps[0] : std::string();
 }
-
-using Rows = std::vector<std::vector<std::string>>;
-
-class Db {
- public:
-  explicit Db(const std::string& path) {
-    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK) << path;
-  }
-  ~Db() { sqlite3_close(db_); }
-  // Rows as text (NULL as "NULL"); a failed query fails the test and returns {}.
-  Rows Query(const std::string& sql) {
-    Rows rows;
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-      ADD_FAILURE() << sqlite3_errmsg(db_) << "\nin: " << sql;
-      return rows;
-    }
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      std::vector<std::string> row;
-      for (int i = 0; i < sqlite3_column_count(s); ++i) {
-        const unsigned char* t = sqlite3_column_text(s, i);
-        row.push_back(t ? reinterpret_cast<const char*>(t) : "NULL");
-      }
-      rows.push_back(std::move(row));
-    }
-    if (rc != SQLITE_DONE) ADD_FAILURE() << sqlite3_errmsg(db_) << "\nin: " << sql;
-    sqlite3_finalize(s);
-    return rows;
-  }
-  int64_t Int(const std::string& sql) {
-    Rows r = Query(sql);
-    if (r.size() != 1 || r[0].size() != 1) {
-      ADD_FAILURE() << "expected one value from: " << sql;
-      return -1;
-    }
-    return r[0][0] == "NULL" ? 0 : std::stoll(r[0][0]);
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
 
 // The reference: calls and durations per function, straight from model::Walk.
 class CountingSink : public model::TraceSink {
@@ -107,32 +67,8 @@ class CountingSink : public model::TraceSink {
   std::vector<int64_t> starts_;
 };
 
-// The ```sql blocks of docs/analyses.md's "## lookback sql" section, by the
-// tag of their first line ("-- top-self: ...").
-std::map<std::string, std::string> DocumentedQueries() {
-  std::ifstream f(std::string(LOOKBACK_SOURCE_DIR) + "/docs/analyses.md");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string doc = ss.str();
-  std::map<std::string, std::string> queries;
-  const size_t section = doc.find("\n## lookback sql");
-  if (section == std::string::npos) return queries;
-  const size_t next = doc.find("\n## ", section + 1);
-  const std::string text = doc.substr(section, next == std::string::npos ? std::string::npos : next - section);
-  size_t at = 0;
-  while ((at = text.find("```sql\n", at)) != std::string::npos) {
-    at += 7;
-    const size_t end = text.find("```", at);
-    if (end == std::string::npos) break;
-    const std::string q = text.substr(at, end - at);
-    at = end + 3;
-    if (q.rfind("-- ", 0) != 0) continue;
-    const size_t colon = q.find(':');
-    if (colon == std::string::npos) continue;
-    queries[q.substr(3, colon - 3)] = q;
-  }
-  return queries;
-}
+// The ```sql blocks of docs/analyses.md's "## lookback sql" section, by tag.
+std::map<std::string, std::string> DocumentedQueries() { return DocQueries("docs/analyses.md", "\n## lookback sql"); }
 
 struct Exported {
   std::string dir, dump, db;
@@ -164,7 +100,7 @@ TEST(SqlExport, CallCountsAndDurationsEqualTheDecoders) {
   EXPECT_EQ(db.Int("SELECT count(*) FROM threads"), static_cast<int64_t>(d.threads.size()));
   EXPECT_EQ(db.Int("SELECT sum(calls) FROM threads"), ref.calls);
   const Rows rows = db.Query(
-      "SELECT f.name, count(*), sum(c.dur) FROM calls c JOIN functions f ON f.id = c.function_id GROUP BY f.id");
+      "SELECT f.name, count(*), sum(c.duration_ns) FROM calls c JOIN functions f ON f.function_id = c.function_id GROUP BY f.function_id");
   std::map<std::string, std::pair<int64_t, int64_t>> got;
   for (const auto& r : rows) got[r[0]] = {std::stoll(r[1]), std::stoll(r[2])};
   EXPECT_EQ(got.size(), ref.by_name.size());
@@ -181,7 +117,7 @@ TEST(SqlExport, CallCountsAndDurationsEqualTheDecoders) {
   EXPECT_LE(got["slow_parse"].second, 400 * kMs);
   // Every function row is resolved to a name and module.
   EXPECT_EQ(db.Int("SELECT count(*) FROM functions WHERE name LIKE '%+0x%' OR module IS NULL"), 0);
-  EXPECT_EQ(db.Int("SELECT count(*) FROM dump WHERE pid > 0 AND dump_ts >= origin_ts AND window_start IS NULL"), 1);
+  EXPECT_EQ(db.Int("SELECT count(*) FROM dumps WHERE pid > 0 AND dump_ns >= origin_ns AND window_start_ns IS NULL"), 1);
 }
 
 TEST(SqlExport, ParentLinksDepthsAndSelfTimesAreConsistent) {
@@ -189,31 +125,31 @@ TEST(SqlExport, ParentLinksDepthsAndSelfTimesAreConsistent) {
   Db db(e.db);
   ASSERT_GT(db.Int("SELECT count(*) FROM calls"), 0);
   // A child lies inside its parent, one level deeper, on the same thread.
-  EXPECT_EQ(db.Int("SELECT count(*) FROM calls c JOIN calls p ON p.id = c.parent "
-                   "WHERE p.depth != c.depth - 1 OR c.ts < p.ts OR c.ts + c.dur > p.ts + p.dur "
-                   "OR p.thread_id != c.thread_id OR p.id >= c.id"),
+  EXPECT_EQ(db.Int("SELECT count(*) FROM calls c JOIN calls p ON p.call_id = c.parent "
+                   "WHERE p.depth != c.depth - 1 OR c.start_ns < p.start_ns OR c.start_ns + c.duration_ns > p.start_ns + p.duration_ns "
+                   "OR p.thread_id != c.thread_id OR p.call_id >= c.call_id"),
             0);
   EXPECT_EQ(db.Int("SELECT count(*) FROM calls WHERE (parent IS NULL) != (depth = 0)"), 0);
-  EXPECT_EQ(db.Int("SELECT count(*) FROM calls c LEFT JOIN calls p ON p.id = c.parent "
-                   "WHERE c.parent IS NOT NULL AND p.id IS NULL"),
+  EXPECT_EQ(db.Int("SELECT count(*) FROM calls c LEFT JOIN calls p ON p.call_id = c.parent "
+                   "WHERE c.parent IS NOT NULL AND p.call_id IS NULL"),
             0);
   // self = dur - the children's dur, and the self times add up to the roots' time.
-  EXPECT_EQ(db.Int("SELECT count(*) FROM calls c LEFT JOIN (SELECT parent, sum(dur) AS d FROM calls GROUP BY parent) k "
-                   "ON k.parent = c.id WHERE c.self != c.dur - coalesce(k.d, 0)"),
+  EXPECT_EQ(db.Int("SELECT count(*) FROM calls c LEFT JOIN (SELECT parent, sum(duration_ns) AS d FROM calls GROUP BY parent) k "
+                   "ON k.parent = c.call_id WHERE c.self_ns != c.duration_ns - coalesce(k.d, 0)"),
             0);
-  EXPECT_EQ(db.Int("SELECT sum(self) FROM calls"), db.Int("SELECT sum(dur) FROM calls WHERE depth = 0"));
+  EXPECT_EQ(db.Int("SELECT sum(self_ns) FROM calls"), db.Int("SELECT sum(duration_ns) FROM calls WHERE depth = 0"));
   // The known structure: render under handle_request, wait_reply under binder_call.
   const Rows callers = db.Query(
-      "SELECT f.name, pf.name, count(*) FROM calls c JOIN functions f ON f.id = c.function_id "
-      "JOIN calls p ON p.id = c.parent JOIN functions pf ON pf.id = p.function_id "
+      "SELECT f.name, pf.name, count(*) FROM calls c JOIN functions f ON f.function_id = c.function_id "
+      "JOIN calls p ON p.call_id = c.parent JOIN functions pf ON pf.function_id = p.function_id "
       "WHERE f.name IN ('render', 'wait_reply', 'fast_parse') GROUP BY 1, 2 ORDER BY 1");
   ASSERT_EQ(callers.size(), 3u);
   EXPECT_EQ(callers[0], (std::vector<std::string>{"fast_parse", "render", "15"}));
   EXPECT_EQ(callers[1], (std::vector<std::string>{"render", "handle_request", "3"}));
   EXPECT_EQ(callers[2], (std::vector<std::string>{"wait_reply", "binder_call", "2"}));
   // Ids follow start order, so the view lists a thread's calls as a tree, in order.
-  EXPECT_EQ(db.Int("SELECT count(*) FROM calls a JOIN calls b ON b.id = a.id + 1 "
-                   "WHERE a.thread_id = b.thread_id AND b.ts < a.ts"),
+  EXPECT_EQ(db.Int("SELECT count(*) FROM calls a JOIN calls b ON b.call_id = a.call_id + 1 "
+                   "WHERE a.thread_id = b.thread_id AND b.start_ns < a.start_ns"),
             0);
   EXPECT_EQ(db.Int("SELECT count(*) FROM call_names"), db.Int("SELECT count(*) FROM calls"));
 }
@@ -252,8 +188,8 @@ TEST(SqlExport, DocumentedQueriesRunAndAnswerSensibly) {
   // The short calls (on_click ~20 ms, fast_parse ~2 ms) are in it exactly when
   // the dump measured them over 25 ms (a loaded machine can stretch them).
   for (const char* name : {"on_click", "fast_parse"}) {
-    const Rows n = db.Query(std::string("SELECT count(*) FROM calls c JOIN functions f ON f.id = c.function_id "
-                                        "WHERE f.name = '") + name + "' AND c.dur > 25000000");
+    const Rows n = db.Query(std::string("SELECT count(*) FROM calls c JOIN functions f ON f.function_id = c.function_id "
+                                        "WHERE f.name = '") + name + "' AND c.duration_ns > 25000000");
     ASSERT_EQ(n.size(), 1u);
     EXPECT_EQ(slow.count(name) ? slow[name] : 0, std::stoi(n[0][0])) << name;
   }
@@ -282,12 +218,12 @@ TEST(SqlExport, DocumentedQueriesRunAndAnswerSensibly) {
 TEST(SqlExport, WindowKeepsOnlyItsCallsAndIsRecorded) {
   Exported e = RecordAndExport({"--window", "-30ms.."});
   Db db(e.db);
-  EXPECT_EQ(db.Int("SELECT count(*) FROM dump WHERE window_start = dump_ts - 30000000 AND window_end IS NULL"), 1);
+  EXPECT_EQ(db.Int("SELECT count(*) FROM dumps WHERE window_start_ns = dump_ns - 30000000 AND window_end_ns IS NULL"), 1);
   // Only the last click's wait and the idle ticks fit; main and the click began before.
   EXPECT_EQ(db.Int("SELECT count(*) FROM call_names WHERE function = 'idle_tick'"), 50);
   EXPECT_EQ(db.Int("SELECT count(*) FROM call_names WHERE function = 'handle_request'"), 0);
   EXPECT_GE(db.Int("SELECT count(*) FROM call_names WHERE function = 'main' AND flags & 1"), 1);
-  EXPECT_EQ(db.Int("SELECT count(*) FROM calls WHERE ts < (SELECT window_start FROM dump)"), 0);
+  EXPECT_EQ(db.Int("SELECT count(*) FROM calls WHERE start_ns < (SELECT window_start_ns FROM dumps)"), 0);
 }
 
 TEST(SqlExport, BadOutputPathFailsAndLeavesNothing) {
@@ -315,6 +251,39 @@ TEST(SqlExport, BadOutputPathFailsAndLeavesNothing) {
   ASSERT_EQ(RunProgram({Cli(), "sql", dump, "-o", db_path, "-q"}).exit_code, 0);
   Db db(db_path);
   EXPECT_EQ(db.Int("SELECT count(*) FROM call_names WHERE function = 'idle_tick'"), 50);
+}
+
+TEST(SqlExport, ManyDumpsShareOneDatabaseAndKeepTheirRowsApart) {
+  const std::string dir = FreshDir("sql-" + TestName());
+  mkdir((dir + "/a").c_str(), 0755);
+  mkdir((dir + "/b").c_str(), 0755);
+  const std::string a = RecordTiming(dir + "/a"), b = RecordTiming(dir + "/b");
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  RunResult r = RunProgram({Cli(), "sql", dir + "/a/dumps", b, "-o", dir + "/both.db", "--index"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(RunProgram({Cli(), "sql", a, "-o", dir + "/a.db"}).exit_code, 0);
+  Db both(dir + "/both.db"), one(dir + "/a.db");
+  EXPECT_EQ(both.Int("SELECT count(DISTINCT dump_id) FROM dumps"), 2);
+  EXPECT_EQ(both.Int("SELECT count(DISTINCT dump_id) FROM calls"), 2);
+  // Dump a's rows are the same whichever database holds them (same dump_id, same ids).
+  const std::string per_dump = "SELECT dump_id, count(*), sum(call_id), sum(duration_ns), sum(parent) FROM calls GROUP BY dump_id";
+  const Rows only_a = one.Query(per_dump);
+  ASSERT_EQ(only_a.size(), 1u);
+  bool found = false;
+  for (const auto& row : both.Query(per_dump)) found = found || row == only_a[0];
+  EXPECT_TRUE(found);
+  // Parents never point into another dump.
+  EXPECT_EQ(both.Int("SELECT count(*) FROM calls c LEFT JOIN calls p ON p.dump_id = c.dump_id AND p.call_id = c.parent "
+                     "WHERE c.parent IS NOT NULL AND p.call_id IS NULL"),
+            0);
+  EXPECT_EQ(both.Int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'calls_by_call'"), 1);
+  // The same dump given twice goes in once.
+  r = RunProgram({Cli(), "sql", a, dir + "/a/dumps", "-o", dir + "/twice.db"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("already exported"), std::string::npos) << r.err;
+  EXPECT_EQ(Db(dir + "/twice.db").Query(per_dump), only_a);
+  EXPECT_EQ(one.Int("SELECT count(*) FROM sqlite_master WHERE type = 'index'"), 0);  // only on request
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // and the Nanoscope .timer/.state files, the Perfetto counters and the SQL
 // tables must say the same.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <sqlite3.h>
 
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <sstream>
 
 #include "format/reader.h"
+#include "../fleet/duckdb.h"
 #include "../integration/harness.h"
 #include "model/clock_model.h"
 #include "proto_reader.h"
@@ -321,17 +324,40 @@ TEST_F(Sampling, SqlTablesHoldTheSamplesAndStates) {
   };
   for (const auto& s : dump_.samples) {
     const format::ThreadInfo& t = dump_.threads[s.thread_index];
-    const std::string where = " JOIN threads t ON t.id = thread_id WHERE t.tid = " + std::to_string(t.tid);
+    const std::string where = " JOIN threads t USING (dump_id, thread_id) WHERE t.tid = " + std::to_string(t.tid);
     EXPECT_EQ(query("SELECT count(*) FROM samples" + where), static_cast<double>(s.samples.size())) << t.name;
     EXPECT_EQ(query("SELECT count(*) FROM thread_states" + where), static_cast<double>(s.states.size())) << t.name;
   }
-  EXPECT_EQ(query("SELECT sum(minor_faults) FROM sample_deltas JOIN threads t ON t.id = thread_id WHERE t.name = 'faulter'"),
+  EXPECT_EQ(query("SELECT sum(minor_faults) FROM sample_deltas JOIN threads t USING (dump_id, thread_id) WHERE t.name = 'faulter'"),
             static_cast<double>(Delta(*SamplesOf(dump_, "faulter"), format::kSampleMinorFaults)));
-  EXPECT_GE(query("SELECT sum(dur) * 1.0 / (SELECT sum(dur) FROM thread_states JOIN threads t ON t.id = thread_id "
-                  "WHERE t.name = 'sleeper') FROM thread_states JOIN threads t ON t.id = thread_id "
+  EXPECT_GE(query("SELECT sum(duration_ns) * 1.0 / (SELECT sum(duration_ns) FROM thread_states JOIN threads t USING (dump_id, thread_id) "
+                  "WHERE t.name = 'sleeper') FROM thread_states JOIN threads t USING (dump_id, thread_id) "
                   "WHERE t.name = 'sleeper' AND state = 'Sleeping'"),
             0.8);
   sqlite3_close(db);
+}
+
+// The fleet export carries samples and states too (docs/fleet.md): DuckDB
+// reads in the Parquet files what the SQLite export holds.
+TEST_F(Sampling, ParquetDatasetHoldsTheSameSamplesAndStatesAsSqlite) {
+  if (std::string why = DuckDbUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  const std::string out = rec_->dir + "/dataset", db_path = rec_->dir + "/fleet.db";
+  std::filesystem::remove_all(out);
+  ASSERT_EQ(RunProgram({Cli(), "export", "--to", "parquet", "-q", rec_->dump, "-o", out}).exit_code, 0);
+  ASSERT_EQ(RunProgram({Cli(), "sql", "-q", rec_->dump, "-o", db_path}).exit_code, 0);
+  const std::vector<std::pair<std::string, std::string>> queries = {
+      {"samples", "SELECT t.name, count(*), sum(s.cpu_ns), sum(s.minor_faults), sum(s.rss_bytes), count(s.heap_bytes), "
+                  "min(s.ts_ns) FROM samples s JOIN threads t USING (dump_id, thread_id) GROUP BY t.name ORDER BY t.name"},
+      {"states", "SELECT t.name, s.state, s.code, count(*), sum(s.duration_ns) FROM thread_states s "
+                 "JOIN threads t USING (dump_id, thread_id) GROUP BY t.name, s.state, s.code ORDER BY 1, 2, 3"},
+  };
+  const auto duck = DuckDbQueries(out, queries, rec_->dir);
+  Db db(db_path);
+  for (const auto& [tag, sql] : queries) {
+    const Rows lite = db.Query(sql);
+    EXPECT_FALSE(lite.empty()) << tag;
+    EXPECT_EQ(duck.at(tag), lite) << tag;
+  }
 }
 
 TEST(SamplingModes, WallClockModeSamplesASleepingThreadEveryInterval) {

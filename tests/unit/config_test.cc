@@ -102,6 +102,14 @@ TEST(Config, SplitsThreadPatternsOnCommas) {
   EXPECT_EQ(c.thread_patterns, (std::vector<std::string>{"main", "worker-*", "io"}));
 }
 
+TEST(Config, HostNameIsKeptAsGivenAndEmptyLeavesItToTheRuntime) {
+  std::vector<ConfigProblem> problems;
+  EXPECT_EQ(Parse({{"LOOKBACK_HOST", "eu-7-42.example"}}, &problems).host, "eu-7-42.example");
+  EXPECT_EQ(Parse({{"LOOKBACK_HOST", ""}}, &problems).host, "");  // the runtime asks gethostname()
+  EXPECT_EQ(Parse({}, &problems).host, "");
+  EXPECT_TRUE(problems.empty());
+}
+
 TEST(Config, ExcludeListSplitsOnCommas) {
   std::vector<ConfigProblem> problems;
   Config c = Parse({{"LOOKBACK_EXCLUDE", "json::*, *::size,,log_*"}}, &problems);

@@ -1,0 +1,384 @@
+#include "analyses/fleet.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "model/samples.h"
+#include "symbolize/symbolizer.h"
+
+namespace lookback::analyses::fleet {
+namespace {
+
+using parquet::ColumnType;
+constexpr ColumnType kI32 = ColumnType::kInt32, kI64 = ColumnType::kInt64, kStr = ColumnType::kString;
+
+// name, type, nullable, dictionary, partition. Times are nanoseconds: *_ns on
+// the dump's CLOCK_MONOTONIC, time_ns on CLOCK_REALTIME (Unix epoch).
+constexpr ColumnDef kDumpsColumns[] = {
+    {"schema_version", kI32, false, false, false},
+    {"dump_id", kI64, false, false, false},
+    {"host", kStr, false, true, false},
+    {"program", kStr, false, true, true},
+    {"day", kStr, false, true, true},
+    {"build_id", kStr, true, true, false},
+    {"pid", kI64, false, false, false},
+    {"exe", kStr, true, true, false},
+    {"cmdline", kStr, true, false, false},
+    {"reason", kStr, true, false, false},
+    {"trigger_detector", kStr, true, true, false},
+    {"trigger_subject", kStr, true, false, false},
+    {"trigger_tid", kI64, true, false, false},
+    {"time_ns", kI64, false, false, false},
+    {"dump_ns", kI64, false, false, false},
+    {"origin_ns", kI64, false, false, false},
+    {"window_start_ns", kI64, true, false, false},
+    {"window_end_ns", kI64, true, false, false},
+    {"lookback_version", kStr, true, true, false},
+    {"file", kStr, true, false, false},
+};
+constexpr ColumnDef kThreadsColumns[] = {
+    {"dump_id", kI64, false, true, false},
+    {"thread_id", kI32, false, false, false},
+    {"tid", kI64, false, false, false},
+    {"name", kStr, false, true, false},
+    {"start_ns", kI64, true, false, false},
+    {"end_ns", kI64, true, false, false},
+    {"exited", kI32, false, false, false},
+    {"calls", kI64, false, false, false},
+    {"start_cut", kI64, false, false, false},
+    {"unwound", kI64, false, false, false},
+    {"open", kI64, false, false, false},
+    {"unmatched_exits", kI64, false, false, false},
+    {"lost_records", kI64, false, false, false},
+};
+constexpr ColumnDef kFunctionsColumns[] = {
+    {"dump_id", kI64, false, true, false},
+    {"function_id", kI32, false, false, false},
+    {"key", kI64, false, false, false},
+    {"name", kStr, false, true, false},
+    {"module", kStr, true, true, false},
+    {"build_id", kStr, true, true, false},
+    {"file", kStr, true, true, false},
+    {"line", kI32, true, false, false},
+};
+constexpr ColumnDef kCallsColumns[] = {
+    {"dump_id", kI64, false, true, false},
+    {"call_id", kI64, false, false, false},
+    {"thread_id", kI32, false, true, false},
+    {"function_id", kI32, false, true, false},
+    {"start_ns", kI64, false, false, false},
+    {"duration_ns", kI64, false, false, false},
+    {"self_ns", kI64, false, false, false},
+    {"depth", kI32, false, true, false},
+    {"parent", kI64, true, false, false},
+    {"flags", kI32, false, true, false},
+};
+constexpr ColumnDef kSamplesColumns[] = {
+    {"dump_id", kI64, false, true, false},
+    {"thread_id", kI32, false, true, false},
+    {"ts_ns", kI64, false, false, false},
+    {"cpu_ns", kI64, false, false, false},
+    {"minor_faults", kI64, false, false, false},
+    {"major_faults", kI64, false, false, false},
+    {"voluntary_switches", kI64, false, false, false},
+    {"involuntary_switches", kI64, false, false, false},
+    {"rss_bytes", kI64, false, false, false},
+    {"heap_bytes", kI64, true, false, false},
+    {"heap_objects", kI64, true, false, false},
+    {"alloc_bytes", kI64, true, false, false},
+    {"freed_bytes", kI64, true, false, false},
+};
+constexpr ColumnDef kThreadStatesColumns[] = {
+    {"dump_id", kI64, false, true, false},
+    {"thread_id", kI32, false, true, false},
+    {"start_ns", kI64, false, false, false},
+    {"duration_ns", kI64, false, false, false},
+    {"state", kStr, false, true, false},
+    {"code", kStr, false, true, false},
+};
+constexpr ColumnDef kSignatureMatchesColumns[] = {
+    {"dump_id", kI64, false, true, false},
+    {"signature", kStr, false, true, false},
+    {"chain", kStr, false, true, false},
+    {"matches", kI64, false, false, false},
+    {"open", kI64, false, false, false},
+    {"total_ns", kI64, false, false, false},
+    {"max_ns", kI64, false, false, false},
+    {"worst_tid", kI64, true, false, false},
+    {"worst_thread", kStr, true, true, false},
+    {"worst_start_ns", kI64, true, false, false},
+    {"worst_stack", kStr, true, false, false},
+};
+
+const TableDef kTables[kTableCount] = {
+    {"dumps", kDumpsColumns},   {"threads", kThreadsColumns},             {"functions", kFunctionsColumns},
+    {"calls", kCallsColumns},   {"samples", kSamplesColumns},             {"thread_states", kThreadStatesColumns},
+    {"signature_matches", kSignatureMatchesColumns},
+};
+
+uint64_t Fnv1a(uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string MetadataOr(const format::Dump& d, const char* key, const std::string& fallback) {
+  auto it = d.metadata.find(key);
+  return it == d.metadata.end() ? fallback : it->second;
+}
+
+// The module of a native key, for the function's build id.
+const format::ModuleInfo* ModuleOf(const format::Dump& d, uint64_t key) {
+  for (const auto& m : d.modules) {
+    if (key >= m.lo && key < m.hi) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const TableDef& TableOf(Table t) { return kTables[t]; }
+
+DumpIdentity IdentityOf(const format::Dump& d) {
+  DumpIdentity id;
+  id.host = MetadataOr(d, format::metadata::kHost, "");
+  id.program = d.process.name.empty() ? "unknown" : d.process.name;
+  if (!d.modules.empty() && !d.modules[0].build_id.empty()) id.build_id = format::HexBuildId(d.modules[0].build_id);
+  const std::string key = fmt::format("{}\n{}\n{}\n{}\n{}", id.host, d.process.pid, d.process.dump_seq,
+                                      d.process.dump_realtime_ns, d.process.dump_tsc);
+  id.dump_id = static_cast<int64_t>(Fnv1a(0xcbf29ce484222325ull, key) >> 1);  // non-negative in every engine
+  const time_t secs = static_cast<time_t>(d.process.dump_realtime_ns / 1000000000ull);
+  struct tm utc = {};
+  gmtime_r(&secs, &utc);
+  id.day = fmt::format("{:04}-{:02}-{:02}", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday);
+  return id;
+}
+
+FleetRows::FleetRows(TableSink& out, FleetOptions options) : out_(out), options_(std::move(options)) {
+  if (options_.signatures != nullptr) matcher_ = std::make_unique<SignatureMatcher>(*options_.signatures);
+}
+
+FleetRows::~FleetRows() = default;
+
+void FleetRows::Put(Table t, std::span<const Value> values) {
+  if (!error_.empty()) return;
+  error_ = out_.Row(t, values);
+}
+
+std::string FleetRows::Begin(const model::ExportContext& ctx) {
+  ctx_ = &ctx;
+  const format::Dump& d = *ctx.dump;
+  id_ = IdentityOf(d);
+  if (matcher_) {
+    if (std::string err = matcher_->Begin(ctx); !err.empty()) return err;
+  }
+  const std::string version = MetadataOr(d, format::metadata::kLookbackVersion, "");
+  auto opt_int = [](const std::optional<int64_t>& v) { return v ? Value::Int(*v) : Value::Null(); };
+  const std::optional<format::TriggerInfo>& t = d.trigger;
+  const Value row[] = {
+      Value::Int(kSchemaVersion),
+      Value::Int(id_.dump_id),
+      Value::Text(id_.host),
+      Value::Text(id_.program),
+      Value::Text(id_.day),
+      Value::OptionalText(id_.build_id),
+      Value::Int(d.process.pid),
+      Value::OptionalText(d.process.exe),
+      Value::OptionalText(d.process.cmdline),
+      Value::OptionalText(d.process.reason),
+      t ? Value::Text(t->detector) : Value::Null(),
+      t ? Value::OptionalText(t->subject) : Value::Null(),
+      t && t->tid != 0 ? Value::Int(t->tid) : Value::Null(),
+      Value::Int(static_cast<int64_t>(d.process.dump_realtime_ns)),
+      Value::Int(ctx.dump_ns),
+      Value::Int(ctx.origin_ns),
+      opt_int(options_.window_start_ns),
+      opt_int(options_.window_end_ns),
+      Value::OptionalText(version),
+      Value::OptionalText(options_.file),
+  };
+  static_assert(std::size(row) == std::size(kDumpsColumns));
+  Put(kDumps, row);
+  return error_;
+}
+
+int64_t FleetRows::FunctionId(uint64_t key) {
+  // A direct-mapped cache in front of the map: one lookup per call entered.
+  IdSlot& slot = id_cache_[(key ^ (key >> 12)) % std::size(id_cache_)];
+  if (slot.key == key) return slot.id;
+  auto [it, added] = function_ids_.try_emplace(key, static_cast<int64_t>(function_ids_.size() + 1));
+  slot = {key, it->second};
+  if (!added) return it->second;
+  ++stats_.functions;
+  const symbolize::Symbol& sym = ctx_->symbols->Lookup(key);
+  const format::ModuleInfo* m = ModuleOf(*ctx_->dump, key);
+  const std::string build_id = m != nullptr ? format::HexBuildId(m->build_id) : "";
+  const Value row[] = {
+      Value::Int(id_.dump_id),
+      Value::Int(it->second),
+      Value::Int(static_cast<int64_t>(key)),
+      Value::Text(sym.name),
+      Value::OptionalText(sym.module),
+      Value::OptionalText(build_id),
+      Value::OptionalText(sym.file),
+      sym.line > 0 ? Value::Int(sym.line) : Value::Null(),
+  };
+  Put(kFunctions, row);
+  return it->second;
+}
+
+void FleetRows::BeginThread(const format::ThreadInfo& t) {
+  thread_ = &t;
+  ++thread_id_;
+  stack_.clear();
+  if (matcher_) matcher_->BeginThread(t);
+}
+
+void FleetRows::Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) {
+  stack_.push_back({next_call_id_++, FunctionId(key), ts_ns, 0, flags});
+  if (matcher_) matcher_->Enter(key, ts_ns, depth, flags);
+}
+
+void FleetRows::Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) {
+  if (matcher_) matcher_->Exit(key, ts_ns, depth, flags);
+  if (stack_.empty()) return;
+  const Frame f = stack_.back();
+  stack_.pop_back();
+  const int64_t dur = ts_ns > f.start ? ts_ns - f.start : 0;
+  if (!stack_.empty()) stack_.back().children += dur;
+  const Value row[] = {
+      Value::Int(id_.dump_id),
+      Value::Int(f.id),
+      Value::Int(thread_id_),
+      Value::Int(f.function_id),
+      Value::Int(f.start),
+      Value::Int(dur),
+      Value::Int(dur > f.children ? dur - f.children : 0),
+      Value::Int(depth),
+      stack_.empty() ? Value::Null() : Value::Int(stack_.back().id),
+      Value::Int(f.flags | flags),
+  };
+  Put(kCalls, row);
+  ++stats_.calls;
+}
+
+void FleetRows::PutSamples(const format::ThreadSamples& ts) {
+  const model::ClockModel& clock = ctx_->clock;
+  const bool alloc = (ts.flags & format::kSampleAlloc) != 0;
+  static constexpr format::SampleField kFields[] = {
+      format::kSampleCpuNs, format::kSampleMinorFaults, format::kSampleMajorFaults,
+      format::kSampleVoluntarySwitches, format::kSampleInvoluntarySwitches, format::kSampleRssBytes,
+      format::kSampleHeapBytes, format::kSampleHeapObjects, format::kSampleAllocBytes, format::kSampleFreedBytes};
+  for (const auto& v : ts.samples) {
+    Value row[std::size(kSamplesColumns)];
+    row[0] = Value::Int(id_.dump_id);
+    row[1] = Value::Int(thread_id_);
+    row[2] = Value::Int(clock.MonotonicNs(v[format::kSampleTsc]));
+    size_t col = 3;
+    for (format::SampleField f : kFields) {
+      const bool needs_alloc = f >= format::kSampleHeapBytes;
+      row[col++] = needs_alloc && !alloc ? Value::Null() : Value::Int(static_cast<int64_t>(v[f]));
+    }
+    Put(kSamples, row);
+    ++stats_.samples;
+  }
+  for (const model::StateSpan& span : model::StateSpans(ts, *thread_)) {
+    const int64_t begin = clock.MonotonicNs(span.begin_tsc);
+    const char code[1] = {span.state};
+    const Value row[] = {
+        Value::Int(id_.dump_id),
+        Value::Int(thread_id_),
+        Value::Int(begin),
+        Value::Int(std::max<int64_t>(0, clock.MonotonicNs(span.end_tsc) - begin)),
+        Value::Text(model::StateName(span.state)),
+        Value::Text(std::string_view(code, 1)),
+    };
+    Put(kThreadStates, row);
+    ++stats_.states;
+  }
+}
+
+void FleetRows::EndThread(const model::ThreadSummary& sum) {
+  if (matcher_) matcher_->EndThread(sum);
+  const format::ThreadInfo& t = *thread_;
+  const model::ClockModel& clock = ctx_->clock;
+  const uint64_t end_tsc = t.exit_tsc != 0 ? t.exit_tsc : t.snapshot_tsc;
+  const Value row[] = {
+      Value::Int(id_.dump_id),
+      Value::Int(thread_id_),
+      Value::Int(t.tid),
+      Value::Text(t.name),
+      t.start_tsc != 0 ? Value::Int(clock.MonotonicNs(t.start_tsc)) : Value::Null(),
+      end_tsc != 0 ? Value::Int(clock.MonotonicNs(end_tsc)) : Value::Null(),
+      Value::Int(t.exit_tsc != 0 ? 1 : 0),
+      Value::Int(static_cast<int64_t>(sum.slices)),
+      Value::Int(static_cast<int64_t>(sum.start_cut)),
+      Value::Int(static_cast<int64_t>(sum.unwound)),
+      Value::Int(static_cast<int64_t>(sum.open)),
+      Value::Int(static_cast<int64_t>(sum.unmatched_exits)),
+      Value::Int(static_cast<int64_t>(sum.lost_records)),
+  };
+  Put(kThreads, row);
+  ++stats_.threads;
+  if (const format::ThreadSamples* samples = ctx_->dump->SamplesOf(t)) PutSamples(*samples);
+}
+
+std::string FleetRows::End() {
+  if (matcher_) {
+    if (std::string err = matcher_->End(); !err.empty() && error_.empty()) error_ = err;
+    const auto& sigs = matcher_->signatures();
+    for (size_t i = 0; i < sigs.size(); ++i) {
+      const SignatureStats& st = matcher_->stats()[i];
+      if (st.matches == 0) continue;  // a row says "it fired here"
+      std::string stack;
+      for (const auto& f : st.worst.stack) stack += (stack.empty() ? "" : " > ") + std::string(WithoutParameters(f));
+      const std::string chain = ChainText(sigs[i]);
+      const bool worst = st.worst.dur_ns >= 0;
+      const Value row[] = {
+          Value::Int(id_.dump_id),
+          Value::Text(sigs[i].name),
+          Value::Text(chain),
+          Value::Int(static_cast<int64_t>(st.matches)),
+          Value::Int(static_cast<int64_t>(st.open)),
+          Value::Int(st.total_ns),
+          Value::Int(st.max_ns),
+          worst ? Value::Int(st.worst.tid) : Value::Null(),
+          worst ? Value::OptionalText(st.worst.thread) : Value::Null(),
+          worst ? Value::Int(st.worst.ts_ns) : Value::Null(),
+          worst ? Value::OptionalText(stack) : Value::Null(),
+      };
+      Put(kSignatureMatches, row);
+      ++stats_.matches;
+    }
+  }
+  return error_;
+}
+
+std::string SqliteCreateTables() {
+  std::string sql;
+  for (const TableDef& t : kTables) {
+    sql += fmt::format("CREATE TABLE {}(\n", t.name);
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      const ColumnDef& c = t.columns[i];
+      sql += fmt::format("  {} {}{}{}\n", c.name, c.type == kStr ? "TEXT" : "INTEGER", c.nullable ? "" : " NOT NULL",
+                         i + 1 < t.columns.size() ? "," : "");
+    }
+    sql += ");\n";
+  }
+  return sql;
+}
+
+std::vector<parquet::ColumnSpec> ParquetColumns(Table t) {
+  std::vector<parquet::ColumnSpec> cols;
+  for (const ColumnDef& c : kTables[t].columns) {
+    if (c.partition) continue;
+    cols.push_back({c.name, c.type, c.nullable, c.dictionary});
+  }
+  return cols;
+}
+
+}  // namespace lookback::analyses::fleet

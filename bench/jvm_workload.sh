@@ -43,9 +43,11 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes"
     local dump
     dump=$(ls "$dir"/*.lbk | head -n 1)
     bytes=$(stat -c %s "$dump")
-    # EVENTS + LOST over every thread of `lookback info`'s table.
-    records=$("$lb" info "$dump" | awk '$1 ~ /^[0-9]+$/ && NF >= 7 { e += $(NF-3); l += $(NF-2) } END { print e + l }' |
-      tr -d ,)
+    # EVENTS + LOST over every thread of `lookback info`'s table: the first
+    # three numbers after the TID are RECORDS, EVENTS, LOST (names may hold spaces).
+    records=$("$lb" info "$dump" | tr -d , | awk '$1 ~ /^[0-9]+$/ && NF >= 6 {
+        k = 0; for (i = 2; i <= NF && k < 3; i++) if ($i ~ /^[0-9]+$/) v[++k] = $i; else if (k > 0) k = 0
+        if (k == 3) { e += v[2]; l += v[3] } } END { printf "%d", e + l }')
   fi
   echo "$(cat "$t") $records $bytes"
 }
@@ -56,6 +58,7 @@ for ((r = 1; r <= rounds; r++)); do
   for m in "${modes[@]}"; do
     read -r w k n b < <(run "$m")
     wall[$m]+="$w " rss[$m]+="$k " recs[$m]+="$n " bytes[$m]+="$b "
+    echo "round $r $m: wall ${w}s rss ${k}KiB records $n dump ${b}B" >&2
   done
   echo "round $r/$rounds done" >&2
 done
@@ -70,8 +73,10 @@ for m in "${modes[@]}"; do
   n=$(echo "${recs[$m]}" | median)
   b=$(echo "${bytes[$m]}" | median)
   awk -v m="$m" -v w="$w" -v base="$base" -v k="$k" -v n="$n" -v b="$b" 'BEGIN {
-    printf "| %s | %.2f | %.2fx | %.0f | %s | %s |\n", m, w, w / base, k / 1024,
-      n > 0 ? sprintf("%.1f M", n / w / 1e6) : "-", b > 0 ? sprintf("%.1f", b / 1048576) : "-" }'
+    tps = "-"; mib = "-"
+    if (n > 0) tps = sprintf("%.1f M", n / w / 1e6)
+    if (b > 0) mib = sprintf("%.1f", b / 1048576)
+    printf "| %s | %.2f | %.2fx | %.0f | %s | %s |\n", m, w, w / base, k / 1024, tps, mib }'
 done
 
 # Start-up: an empty main, plain (CDS on), -Xshare:off, and with the agent.

@@ -266,6 +266,9 @@ Runner SetupRecord(CLI::App* sub) {
       {"--max-dumps", "LOOKBACK_MAX_DUMPS", "Keep at most this many dumps in --dir, oldest deleted first (default 100)"},
       {"--max-dump-bytes", "LOOKBACK_MAX_DUMP_BYTES", "Keep at most this many bytes of dumps in --dir (default 4G)"},
       {"--config", "LOOKBACK_CONFIG", "File of 'name = value' lines (names of the LOOKBACK_* variables)"},
+      {"--clock", "LOOKBACK_CLOCK",
+       "exact (a TSC reading per trace point, default) or fast[:N] (one per N records, and after every deschedule; "
+       "timestamps become bounds, README)"},
   };
   for (const TriggerFlag& f : kTriggerFlags) {
     const std::string var = f.var;

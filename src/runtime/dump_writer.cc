@@ -625,6 +625,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   ph.prepare_ns = t_prepared - t_begin;
 
   uint64_t snapshot_begin = 0, snapshot_end = 0;
+  bool any_fast_clock = false;  // then the header asks for a reader that knows fast-clock bounds
   for (size_t b = 0; b < threads.size() && file.error() == 0;) {
     // The batch: threads [b, e), whose rooms fit the image (all, normally).
     size_t e = b;
@@ -683,6 +684,10 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       if (!t.exited) flags |= format::kThreadTracing;
       if (r.tid == rt.pid) flags |= format::kThreadMain;
       if (trimmed) flags |= format::kThreadTrimmed;
+      if (r.clock_mask != 0) {
+        flags |= format::kThreadFastClock;
+        any_fast_clock = true;
+      }
       std::string p;
       PutU32(&p, r.tid);
       PutU32(&p, flags);
@@ -754,7 +759,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   std::string h;
   h.append(format::kMagic, 8);
   format::PutU16(&h, format::kDumpVersion);
-  format::PutU16(&h, format::kMinReaderVersion);
+  format::PutU16(&h, any_fast_clock ? format::kMinReaderVersionFastClock : format::kMinReaderVersion);
   PutU32(&h, format::kFileHeaderSize);
   PutU64(&h, format::kFeatureX86Tsc);
   PutU32(&h, sections);

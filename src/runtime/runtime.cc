@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <new>
 
 #include "lookback/lookback.h"
+#include "runtime/on_cpu.h"
 #include "runtime/sampler.h"
 
 using lookback::rt::Ring;
@@ -30,6 +32,13 @@ Ring lb_sentinel_ring;  // pos == next_sync == 0: every use takes the slow path
 
 namespace lookback::rt {
 namespace {
+
+// OFFCPU accounting (lb_ring_slow): the monotonic clock must be read within
+// this many ticks of the TSC (about 50 us at 2-4 GHz) to be trusted, and the
+// time off CPU written is what was measured less this slack, which covers
+// the gap between the two readings and the CPU clock's accounting.
+constexpr uint64_t kOffCpuReadWindowTicks = 1u << 17;
+constexpr uint64_t kOffCpuSlackNs = 10000;
 
 // Why the calling thread has no ring (only read when lb_tls_ring is not a ring).
 enum ThreadStatus : uint8_t {
@@ -70,6 +79,35 @@ bool NameSelected(const Config& c, const char* name) {
 }
 
 void OnThreadExit(void* arg);
+
+uint64_t ClockNs(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Arms the thread's on-CPU word and notes the clocks its next OFFCPU record
+// is measured from. Arming comes first: a deschedule between the two then
+// only makes the measured time off CPU smaller, never larger.
+void ArmAndNote(Ring* r) {
+  ArmOnCpu(r->on_cpu);
+  r->armed_mono_ns = ClockNs(CLOCK_MONOTONIC);
+  r->armed_cpu_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+}
+
+// Fast clock for this thread's ring, if the kernel can tell us when the
+// thread leaves the CPU (on_cpu.h); without that a thread blocked in an
+// untimed stretch would smear its records over the block, so it stays exact.
+void StartFastClock(Ring* r, uint32_t group) {
+  const OnCpuWatch w = ThisThreadOnCpuWatch();
+  if (w.word == nullptr) {
+    SayOnce("LOOKBACK_CLOCK=fast needs the kernel's rseq area (glibc 2.35+, rseq not disabled): tracing with the exact clock");
+    return;
+  }
+  r->on_cpu = w.word;
+  r->clock_mask = group - 1;
+  ArmAndNote(r);
+}
 
 // Maps header + slots so that the slots start on a 2 MiB boundary and asks
 // for transparent huge pages: a fresh ring's first lap otherwise takes one
@@ -114,6 +152,9 @@ Ring* AllocateRing(Runtime& rt) {
   for (uint32_t& b : r->base) b = kNoBase;
   r->victim = 0;
   r->abi = kRingAbi;
+  r->clock_mask = 0;
+  r->last_tsc = 0;
+  r->on_cpu = &kAlwaysOnCpu;
   r->mask = capacity - 1;
   r->slots = reinterpret_cast<uint64_t*>(static_cast<char*>(mem) + header);
   r->capacity = capacity;
@@ -164,6 +205,7 @@ Ring* ThreadInit() {
     r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     memcpy(r->given_name, tls_given_name, sizeof r->given_name);
     r->start_tsc = __rdtsc();
+    if (rt.config.clock_group > 1) StartFastClock(r, rt.config.clock_group);
     r->state.store(kRingLive, std::memory_order_relaxed);
     StartThreadSampling(r);  // before Register publishes r->samples
   }
@@ -370,7 +412,9 @@ void ResumeTracing() {
   uint64_t pos = LoadRelaxed(&r->pos);
   std::atomic_thread_fence(std::memory_order_release);
   __atomic_store_n(&r->slots[pos++ & r->mask], format::MakeControl(format::ControlKind::kResume, 0), __ATOMIC_RELAXED);
-  if (pos >= r->next_sync) r->next_sync = pos;  // keep the periodic sync reachable
+  // Keep the periodic sync reachable; a fast-clock ring also takes a reading
+  // at once (its last one is from before the gap).
+  if (pos >= r->next_sync || r->clock_mask != 0) r->next_sync = pos;
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   tls_status = kStatusTracing;
   lb_tls_ring = r;
@@ -558,6 +602,30 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
     errno = saved_errno;
     return;
   }
+  // Fast clock: a thread that left the CPU since its last reading says for
+  // how long (OFFCPU), measured from when on_cpu was armed: all of that time
+  // came after every record since the last reading, so the decoder can bound
+  // them tightly (FORMAT.md, "Fast clock"). The reading is retaken after
+  // arming so the clocks and the TSC are read together.
+  uint64_t off_cpu_ns = 0;
+  bool off_cpu = false;
+  if (r->clock_mask != 0 && *r->on_cpu == 0) {
+    const uint64_t mono0 = r->armed_mono_ns, cpu0 = r->armed_cpu_ns;
+    ArmOnCpu(r->on_cpu);
+    tsc = __rdtsc();
+    const uint64_t mono = ClockNs(CLOCK_MONOTONIC);
+    const uint64_t tsc_after = __rdtsc();
+    const uint64_t cpu = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+    r->armed_mono_ns = mono;
+    r->armed_cpu_ns = cpu;
+    // Descheduled between the TSC and the monotonic reading: the time
+    // measured would include time after this record; claim nothing.
+    if (tsc_after - tsc < kOffCpuReadWindowTicks && mono > mono0 && cpu >= cpu0) {
+      const uint64_t wall = mono - mono0, on = cpu - cpu0;
+      off_cpu = wall > on + kOffCpuSlackNs;
+      if (off_cpu) off_cpu_ns = wall - on - kOffCpuSlackNs;
+    }
+  }
   uint64_t pos = LoadRelaxed(&r->pos);
   // A sync re-announces the epoch and every base slot in use, so that any
   // window holding one decodes (FORMAT.md, "The bound"). It is due when the
@@ -599,6 +667,8 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
     if (!exit && call_site != 0) put(format::MakeControl(format::ControlKind::kUnwindTo, call_site));
     tls_unwind_pending = false;
   }
+  if (off_cpu) put(format::MakeOffCpu(off_cpu_ns));
+  r->last_tsc = static_cast<uint32_t>(tsc);
   put(format::MakeEvent(exit, slot, tsc, key));
   if (sync) r->next_sync = pos + format::SyncInterval(r->capacity);
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);

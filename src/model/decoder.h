@@ -6,6 +6,7 @@
 // memory is bounded by call depth, not by the number of events.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -80,6 +81,9 @@ class FastClockPlacer {
       ++st_.off_cpu;
     }
     off_cpu_ns_ = 0;
+    if (events_held_ != 0 && bound > reading_) {
+      spacing_ = static_cast<double>(bound - reading_) / static_cast<double>(events_held_ + 1);
+    }
     Release(bound);
     reading_ = e.tsc;
     e.lo = e.hi = e.tsc;
@@ -94,7 +98,14 @@ class FastClockPlacer {
     }
   }
   void OnOffCpu(uint64_t ns) { off_cpu_ns_ = ns; }
-  void Finish() { Release(mode_.end_tsc); }
+  // The events after the window's last reading are bounded only by the
+  // thread's end (its exit, or the snapshot, which may be milliseconds
+  // later): placed at the pace of the last stretch between two readings
+  // rather than spread over that whole interval.
+  void Finish() {
+    tail_ = true;
+    Release(mode_.end_tsc);
+  }
 
  private:
   void Hold(const Event& e) {
@@ -111,8 +122,10 @@ class FastClockPlacer {
         ++k;
         e.lo = e.tsc;
         e.hi = upper > e.tsc ? upper : e.tsc;
+        const double span = static_cast<double>(e.hi - e.lo);
         const double share = static_cast<double>(k) / static_cast<double>(events_held_ + 1);
-        e.tsc = e.lo + static_cast<uint64_t>(static_cast<double>(e.hi - e.lo) * share);
+        const double at = tail_ && spacing_ > 0 ? std::min(span * share, spacing_ * static_cast<double>(k)) : span * share;
+        e.tsc = e.lo + static_cast<uint64_t>(at);
       }
       sink_(e);
     }
@@ -128,6 +141,8 @@ class FastClockPlacer {
   bool have_reading_ = false;
   uint64_t reading_ = 0;
   uint64_t off_cpu_ns_ = 0;
+  double spacing_ = 0;  // ticks per event between the last two readings
+  bool tail_ = false;
 };
 
 // Decodes `n` records of one thread's window (`get(i)` returns record i)

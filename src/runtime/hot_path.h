@@ -66,8 +66,9 @@ struct alignas(64) Ring {
   uint64_t* slots;     // capacity slots; immutable
   uint32_t base[format::kBaseSlots];  // key >> 32 announced in each base slot (kNoBase: empty)
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
-  // Clock mode, immutable: 0 exact (read the TSC at every record); fast mode
-  // N - 1 for one reading per N positions (N a power of two).
+  // Reading schedule: 0, a TSC reading per record (exact rings always; fast
+  // rings while their records are sparse); N - 1 for one reading per N
+  // positions (fast rings while dense, N = fast_mask + 1). Owner only.
   uint32_t clock_mask;
   uint32_t last_tsc;   // low 32 bits of the latest TSC reading written (fast mode's untimed records)
 #endif
@@ -76,12 +77,23 @@ struct alignas(64) Ring {
   // runtime stores a descriptor's address there when it takes a reading; the
   // kernel clears it whenever the thread is descheduled or takes a signal,
   // so zero here means "not continuously on CPU since the last reading" and
-  // the next record takes a reading (FORMAT.md, "Fast clock"). Exact rings
-  // point at a constant non-zero word; immutable.
+  // the next record takes a reading (on_cpu.h, FORMAT.md "Fast clock").
+  // Exact rings point at a constant non-zero word; immutable.
   const volatile uint64_t* on_cpu = nullptr;
-  uint32_t victim = 0;   // slow path only: the slot the next new base replaces (round robin)
-  uint32_t abi = 0;      // kRingAbi of the runtime that set this ring up (for debuggers and dumps)
-  uint64_t armed_mono_ns = 0;  // owner only: CLOCK_MONOTONIC and thread CPU time when on_cpu was armed
+  // Fast mode: a group of records that took longer than this (ticks) since
+  // the last reading is sparse: the ring reads the TSC at every record until
+  // a group is dense again, since a reading then costs little next to the
+  // time between records and leaves no long untimed stretch. Immutable.
+  uint32_t sparse_ticks = 0;
+  uint32_t fast_mask = 0;  // immutable: the configured group size - 1 (0: an exact ring)
+  uint32_t victim = 0;     // slow path only: the slot the next new base replaces (round robin)
+  uint32_t abi = 0;        // kRingAbi of the runtime that set this ring up (for debuggers and dumps)
+  // Slow path only (owner): the sync schedule (next_sync may come earlier,
+  // to look at a fast ring's density), where the density measurement began,
+  // and CLOCK_MONOTONIC and thread CPU time when on_cpu was last armed.
+  uint64_t sync_at = 0;
+  uint64_t adapt_pos = 0, adapt_tsc = 0;
+  uint64_t armed_mono_ns = 0;
   uint64_t armed_cpu_ns = 0;
   // ---- cache line 1+: cold metadata, see runtime.cc ----
   uint64_t capacity = 0;
@@ -195,9 +207,13 @@ LOOKBACK_HOT void RecordAt(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint6
 // the time off CPU (kOffCpu) before this reading and re-arms on_cpu: no
 // reading may pass a deschedule unaccounted, or the OFFCPU written later
 // would be applied to records that came after it. Scopes use this too.
+//
+// A dense fast ring whose group took longer than sparse_ticks goes to the
+// slow path too, which switches it to a reading per record.
 LOOKBACK_HOT void RecordReading(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site = 0) {
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
-  if (__builtin_expect(r->clock_mask != 0, 0) && *r->on_cpu == 0) {
+  if (__builtin_expect(r->clock_mask != 0, 0) &&
+      ((*r->on_cpu == 0) | (static_cast<uint32_t>(tsc) - r->last_tsc > r->sparse_ticks))) {
     lb_ring_slow(r, exit, key, tsc, call_site);
     return;
   }

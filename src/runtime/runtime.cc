@@ -39,6 +39,9 @@ namespace {
 // the gap between the two readings and the CPU clock's accounting.
 constexpr uint64_t kOffCpuReadWindowTicks = 1u << 17;
 constexpr uint64_t kOffCpuSlackNs = 10000;
+// Fast clock: records further apart than this on average (about 1-2 us at
+// 2-4 GHz) are sparse, and a reading each costs under 1 % of their time.
+constexpr uint32_t kSparseTicksPerRecord = 4096;
 
 // Why the calling thread has no ring (only read when lb_tls_ring is not a ring).
 enum ThreadStatus : uint8_t {
@@ -98,6 +101,9 @@ void ArmAndNote(Ring* r) {
 // Fast clock for this thread's ring, if the kernel can tell us when the
 // thread leaves the CPU (on_cpu.h); without that a thread blocked in an
 // untimed stretch would smear its records over the block, so it stays exact.
+//
+// The ring starts sparse (a reading per record) and turns dense after a
+// group of records came faster than kSparseTicksPerRecord each.
 void StartFastClock(Ring* r, uint32_t group) {
   const OnCpuWatch w = ThisThreadOnCpuWatch();
   if (w.word == nullptr) {
@@ -105,8 +111,34 @@ void StartFastClock(Ring* r, uint32_t group) {
     return;
   }
   r->on_cpu = w.word;
-  r->clock_mask = group - 1;
-  ArmAndNote(r);
+  r->fast_mask = group - 1;
+  r->sparse_ticks = group * kSparseTicksPerRecord;
+  r->clock_mask = 0;
+}
+
+// Fast rings, on every slow path (which has a fresh reading at `tsc` and
+// has written records up to `pos`): dense -> sparse when the time since the
+// last reading says the records are far apart; sparse -> dense when the last
+// group came quickly. While sparse, next_sync brings the slow path back
+// after a group to look again.
+void AdaptClock(Ring* r, uint64_t pos, uint64_t tsc, uint32_t since_reading) {
+  const uint64_t group = uint64_t{r->fast_mask} + 1;
+  if (r->clock_mask != 0) {
+    if (since_reading <= r->sparse_ticks) return;
+    r->clock_mask = 0;
+  } else if (pos - r->adapt_pos >= group) {
+    if (tsc - r->adapt_tsc < (pos - r->adapt_pos) * kSparseTicksPerRecord / 2) {  // hysteresis: twice as dense
+      r->clock_mask = r->fast_mask;
+      ArmAndNote(r);  // off-CPU time while sparse needs no accounting
+      return;
+    }
+  } else {
+    r->next_sync = std::min(r->next_sync, r->adapt_pos + group);
+    return;
+  }
+  r->adapt_pos = pos;
+  r->adapt_tsc = tsc;
+  r->next_sync = std::min(r->next_sync, pos + group);
 }
 
 // Maps header + slots so that the slots start on a 2 MiB boundary and asks
@@ -148,6 +180,7 @@ Ring* AllocateRing(Runtime& rt) {
   Ring* r = new (mem) Ring;
   r->pos = 0;
   r->next_sync = 0;  // the first record is a sync: EPOCH and FN_BASE
+  r->sync_at = 0;
   r->epoch = ~uint64_t{0};
   for (uint32_t& b : r->base) b = kNoBase;
   r->victim = 0;
@@ -414,7 +447,7 @@ void ResumeTracing() {
   __atomic_store_n(&r->slots[pos++ & r->mask], format::MakeControl(format::ControlKind::kResume, 0), __ATOMIC_RELAXED);
   // Keep the periodic sync reachable; a fast-clock ring also takes a reading
   // at once (its last one is from before the gap).
-  if (pos >= r->next_sync || r->clock_mask != 0) r->next_sync = pos;
+  if (pos >= r->next_sync || r->fast_mask != 0) r->next_sync = pos;
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   tls_status = kStatusTracing;
   lb_tls_ring = r;
@@ -626,11 +659,12 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
       if (off_cpu) off_cpu_ns = wall - on - kOffCpuSlackNs;
     }
   }
+  const uint32_t since_reading = static_cast<uint32_t>(tsc) - r->last_tsc;  // before last_tsc moves
   uint64_t pos = LoadRelaxed(&r->pos);
   // A sync re-announces the epoch and every base slot in use, so that any
   // window holding one decodes (FORMAT.md, "The bound"). It is due when the
-  // fast path met next_sync, or when this publication would step over it.
-  const bool sync = pos + kMaxSlotsPerPublish >= r->next_sync;
+  // schedule says so, or when this publication would step over it.
+  const bool sync = pos + kMaxSlotsPerPublish >= r->sync_at;
   const uint64_t epoch = tsc >> format::kTscLowBits;
   const uint32_t base = static_cast<uint32_t>(key >> 32);
   std::atomic_thread_fence(std::memory_order_release);
@@ -670,7 +704,9 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
   if (off_cpu) put(format::MakeOffCpu(off_cpu_ns));
   r->last_tsc = static_cast<uint32_t>(tsc);
   put(format::MakeEvent(exit, slot, tsc, key));
-  if (sync) r->next_sync = pos + format::SyncInterval(r->capacity);
+  if (sync) r->sync_at = pos + format::SyncInterval(r->capacity);
+  r->next_sync = r->sync_at;
+  if (r->fast_mask != 0) AdaptClock(r, pos, tsc, since_reading);
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   errno = saved_errno;
 }

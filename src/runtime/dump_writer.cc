@@ -684,7 +684,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       if (!t.exited) flags |= format::kThreadTracing;
       if (r.tid == rt.pid) flags |= format::kThreadMain;
       if (trimmed) flags |= format::kThreadTrimmed;
-      if (r.clock_mask != 0) {
+      if (r.fast_mask != 0) {
         flags |= format::kThreadFastClock;
         any_fast_clock = true;
       }

@@ -651,9 +651,10 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
     const uint64_t cpu = ClockNs(CLOCK_THREAD_CPUTIME_ID);
     r->armed_mono_ns = mono;
     r->armed_cpu_ns = cpu;
-    // Descheduled between the TSC and the monotonic reading: the time
-    // measured would include time after this record; claim nothing.
-    if (tsc_after - tsc < kOffCpuReadWindowTicks && mono > mono0 && cpu >= cpu0) {
+    // Never armed with the clocks noted, or descheduled between the TSC and
+    // the monotonic reading (the time measured would include time after this
+    // record): claim nothing.
+    if (mono0 != 0 && tsc_after - tsc < kOffCpuReadWindowTicks && mono > mono0 && cpu >= cpu0) {
       const uint64_t wall = mono - mono0, on = cpu - cpu0;
       off_cpu = wall > on + kOffCpuSlackNs;
       if (off_cpu) off_cpu_ns = wall - on - kOffCpuSlackNs;

@@ -164,6 +164,10 @@ inline constexpr uint64_t SyncInterval(uint64_t capacity) {
 // per slot (a sync re-announces all four), UNWIND_TO, OFFCPU (fast clock),
 // the EVENT. Snapshot readers widen their "maybe torn" margin by it.
 inline constexpr uint64_t kMaxSlotsPerPublish = 2 + kBaseSlots + 2;
+// Fast-clock rings read the TSC once per group of at most this many records
+// and, while dense, hold a sync back to the next reading position: the sync
+// interval of such a ring stretches by up to a group.
+inline constexpr uint64_t kMaxClockGroup = 64;
 
 static_assert(MakeEvent(true, 3, ~uint64_t{0}, ~uint64_t{0}) == ~uint64_t{0});
 static_assert(EventSlot(MakeEvent(false, 2, 0, 0)) == 2 && EventTscLow(MakeEvent(false, 3, ~uint64_t{0}, 0)) == kTscLowMask);

@@ -1,5 +1,7 @@
 #include "runtime/config.h"
 
+#include "format/format.h"
+
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -121,7 +123,7 @@ bool ParseClock(const std::string& raw, uint32_t* group) {
   if (t == "fast") return *group = 8, true;
   if (t.rfind("fast:", 0) != 0) return false;
   uint64_t n = 0;
-  if (!ParseUint(t.substr(5), &n) || n < 2 || n > 64 || (n & (n - 1)) != 0) return false;
+  if (!ParseUint(t.substr(5), &n) || n < 2 || n > format::kMaxClockGroup || (n & (n - 1)) != 0) return false;
   *group = static_cast<uint32_t>(n);
   return true;
 }

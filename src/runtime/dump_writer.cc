@@ -83,7 +83,7 @@ RingWindow SnapshotRingInto(const Ring& r, uint64_t* dst) {
   // publications holds a complete sync, so it decodes on its own. A writer
   // that overran more than that during the copy (a long preemption of the
   // copying thread, a tiny ring) gets the copy retried a few times.
-  const uint64_t decodable = format::SyncInterval(r.capacity) + 2 * kMaxSlotsPerPublish;
+  const uint64_t decodable = format::SyncInterval(r.capacity) + format::kMaxClockGroup + 2 * kMaxSlotsPerPublish;
   RingWindow w{};
   for (int i = 0; i < 4; ++i) {
     bool overrun = false;

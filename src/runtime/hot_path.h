@@ -225,16 +225,19 @@ LOOKBACK_HOT void RecordReading(Ring* r, bool exit, uint64_t key, uint64_t tsc, 
 // Fast mode reads it at one position in clock_mask + 1 and when the thread
 // was descheduled since the last reading (on_cpu cleared by the kernel);
 // every other record repeats the last reading, which is then a lower bound
-// of its time, and the next reading an upper bound. The epoch cannot have
-// changed since that reading, so only the key's base is checked.
+// of its time, and the next reading an upper bound. Only the key's base is
+// checked on an untimed record: the epoch cannot have changed since the
+// reading, and while a ring is dense its next_sync falls on a reading
+// position (the slow path aligns it), so a sync is always met there; code
+// that wants the next record on the slow path clears *on_cpu as well.
 LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site = 0) {
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
   const uint64_t pos = LoadRelaxed(&r->pos);
   if (__builtin_expect((pos & r->clock_mask) != 0, 0)) {
     const uint64_t hi = key >> 32;
     const uint64_t s = SlotOf(r, hi);
-    const uint64_t changed = (hi ^ r->base[s]) | (hi >> format::kKeyBaseBits) | (*r->on_cpu == 0);
-    if (__builtin_expect((changed != 0) | (pos == r->next_sync), 0)) {
+    if (__builtin_expect(((hi ^ r->base[s]) | (hi >> format::kKeyBaseBits)) != 0, 0) ||
+        __builtin_expect(*r->on_cpu == 0, 0)) {
       lb_ring_slow(r, exit, key, __rdtsc(), call_site);
       return;
     }

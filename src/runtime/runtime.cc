@@ -98,6 +98,12 @@ void ArmAndNote(Ring* r) {
   r->armed_cpu_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
 }
 
+// A dense fast ring's untimed records do not look at next_sync; clearing the
+// on-CPU word (as the kernel would) sends the next one to the slow path too.
+void ForceSlowPath(Ring* r) {
+  if (r->fast_mask != 0) __atomic_store_n(const_cast<uint64_t*>(r->on_cpu), 0, __ATOMIC_RELAXED);
+}
+
 // Fast clock for this thread's ring, if the kernel can tell us when the
 // thread leaves the CPU (on_cpu.h); without that a thread blocked in an
 // untimed stretch would smear its records over the block, so it stays exact.
@@ -448,6 +454,7 @@ void ResumeTracing() {
   // Keep the periodic sync reachable; a fast-clock ring also takes a reading
   // at once (its last one is from before the gap).
   if (pos >= r->next_sync || r->fast_mask != 0) r->next_sync = pos;
+  ForceSlowPath(r);
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   tls_status = kStatusTracing;
   lb_tls_ring = r;
@@ -481,6 +488,7 @@ void NoteNonLocalExit() {
   if (r == nullptr || IsSentinel(r)) return;
   tls_unwind_pending = true;
   r->next_sync = LoadRelaxed(&r->pos);  // the next trace point takes the slow path
+  ForceSlowPath(r);
 }
 
 void ReselectByName(const char* name) {
@@ -707,7 +715,12 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
   put(format::MakeEvent(exit, slot, tsc, key));
   if (sync) r->sync_at = pos + format::SyncInterval(r->capacity);
   r->next_sync = r->sync_at;
-  if (r->fast_mask != 0) AdaptClock(r, pos, tsc, since_reading);
+  if (r->fast_mask != 0) {
+    AdaptClock(r, pos, tsc, since_reading);
+    // Dense: untimed records do not look at next_sync, so it must fall on a
+    // reading position (the sync then comes at most a group late).
+    if (r->clock_mask != 0) r->next_sync = (r->next_sync + r->clock_mask) & ~uint64_t{r->clock_mask};
+  }
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   errno = saved_errno;
 }

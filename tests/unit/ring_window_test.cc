@@ -250,6 +250,7 @@ model::ClockMode Fast(uint64_t end_tsc, double ticks_per_ns = 0) {
   m.fast = true;
   m.ticks_per_ns = ticks_per_ns;
   m.end_tsc = end_tsc;
+  m.writer_records = true;
   return m;
 }
 
@@ -330,7 +331,7 @@ TEST(FastClockDecoder, UntimedEventsLieBetweenTheReadingsAroundThemInOrder) {
   const auto ev = DecodeAll(recs, Fast(9000));
   ASSERT_EQ(ev.size(), 5u);
   EXPECT_EQ(ev[0].lo, 1000u);
-  EXPECT_EQ(ev[0].hi, 5000u) << "the window's first event: its own reading is unknown";
+  EXPECT_EQ(ev[0].hi, 1000u) << "after the announcements: the slow path's reading";
   for (int i = 1; i < 4; ++i) {
     EXPECT_EQ(ev[i].lo, 1000u);
     EXPECT_EQ(ev[i].hi, 5000u);
@@ -340,6 +341,22 @@ TEST(FastClockDecoder, UntimedEventsLieBetweenTheReadingsAroundThemInOrder) {
   EXPECT_EQ(ev[4].lo, 5000u);
   EXPECT_EQ(ev[4].hi, 5000u);
   EXPECT_EQ(ev[4].tsc, 5000u);
+}
+
+TEST(FastClockDecoder, AWindowStartingMidGroupBoundsItsFirstEventByTheNextReading) {
+  // A window cut in the middle of a group: its first EVENT follows no
+  // announcement, so whether it was a reading is unknown; the sync after it
+  // (same epoch and base re-announced) makes it decodable.
+  const uint64_t key = 0x55d0c0de0000ull;
+  const std::vector<uint64_t> window = {format::MakeEvent(false, 0, 1000, key), format::MakeEvent(false, 0, 1000, key),
+                                        format::MakeEpoch(0, 0), format::MakeFnBase(0, 0x55d0, 0x55d0, true, 1),
+                                        format::MakeEvent(true, 0, 5000, key)};
+  const auto ev = DecodeAll(window, Fast(9000));
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].lo, 1000u);
+  EXPECT_EQ(ev[0].hi, 5000u) << "the window's first event: its own reading is unknown";
+  EXPECT_EQ(ev[2].lo, 5000u);
+  EXPECT_EQ(ev[2].hi, 5000u);
 }
 
 TEST(FastClockDecoder, TimeOffCpuTightensTheBoundOfTheEventsBeforeIt) {
@@ -367,12 +384,15 @@ TEST(FastClockDecoder, EventsAfterTheLastReadingAreBoundedByTheThreadsEnd) {
 }
 
 TEST(FastClockDecoder, MarkersKeepTheirPlaceAmongHeldEvents) {
-  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {0, 3}, {1000, 1}, {2000, 1}});
+  // The EVENT after a RESUME is a reading (the runtime sends it down the slow path).
+  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {1000, 0}, {0, 3}, {1500, 1}, {1500, 1}, {2000, 1}});
   const auto ev = DecodeAll(recs, Fast(3000));
-  ASSERT_EQ(ev.size(), 5u);
-  EXPECT_EQ(ev[2].kind, model::EventKind::kResume);
-  EXPECT_EQ(ev[3].kind, model::EventKind::kExit);
-  EXPECT_EQ(ev[3].hi, 2000u);
+  ASSERT_EQ(ev.size(), 7u);
+  EXPECT_EQ(ev[2].hi, 1500u);
+  EXPECT_EQ(ev[3].kind, model::EventKind::kResume);
+  EXPECT_EQ(ev[4].kind, model::EventKind::kExit);
+  EXPECT_EQ(ev[4].hi, 1500u);
+  EXPECT_EQ(ev[5].hi, 2000u);
 }
 
 TEST(FastClockDecoder, ExactRingsKeepExactTimes) {

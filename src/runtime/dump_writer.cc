@@ -648,6 +648,9 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       t.count = w.count;
       t.lost = w.first;
       t.snap_tsc = __rdtsc();
+      // A fast-clock ring of the dumping thread itself ends where it stopped
+      // recording: its last untimed records are bounded there.
+      if (r.fast_mask != 0 && PausedAt(&r) != 0) t.snap_tsc = PausedAt(&r);
       if (r.samples != nullptr) t.samples_lost = SnapshotSamples(*r.samples, &t.samples, &t.states);
       ph.snapshot_bytes += t.count * 8 + (t.samples.size() + t.states.size()) * 8;
       room += t.room;

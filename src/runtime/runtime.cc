@@ -57,6 +57,9 @@ enum ThreadStatus : uint8_t {
 
 __thread uint8_t tls_status __attribute__((tls_model("initial-exec"))) = kStatusNew;
 __thread Ring* tls_own_ring __attribute__((tls_model("initial-exec"))) = nullptr;  // even while disabled
+// DumpOnThisThread: the ring this thread stopped recording into, and when (PausedAt).
+__thread Ring* tls_paused_ring __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint64_t tls_paused_tsc __attribute__((tls_model("initial-exec"))) = 0;
 // Set by a non-local exit (caught exception, longjmp); the next entry records its call site.
 __thread bool tls_unwind_pending __attribute__((tls_model("initial-exec"))) = false;
 // lb_thread_enable() was called: trace this thread even with LOOKBACK_ENABLED=0.
@@ -320,7 +323,10 @@ void AtForkChild() {
 DumpOutcome DumpOnThisThread(const Trigger& trigger) {
   Ring* saved = lb_tls_ring;
   lb_tls_ring = nullptr;
+  tls_paused_ring = saved;
+  tls_paused_tsc = __rdtsc();
   DumpOutcome out = WriteDump(trigger);
+  tls_paused_ring = nullptr;
   lb_tls_ring = saved;
   return out;
 }
@@ -370,6 +376,8 @@ void Initialise() {
 }
 
 }  // namespace
+
+uint64_t PausedAt(const Ring* r) { return r != nullptr && r == tls_paused_ring ? tls_paused_tsc : 0; }
 
 Runtime& R() { return *std::launder(reinterpret_cast<Runtime*>(g_runtime_storage)); }
 std::mutex& ControlMutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_mutex_storage)); }

@@ -53,6 +53,9 @@ inline constexpr uint32_t kMaxWatchedScopes = 8;
 // a ring the program would misread (lb_pass_record_slow).
 inline constexpr uint32_t kRingAbi = LOOKBACK_RING_ABI;
 inline constexpr uint32_t kNoBase = ~uint32_t{0};  // an empty base slot: no valid key has this base
+// lb_ring_slow's `tsc` when the caller did not read the clock (a fast ring's
+// untimed record): the slow path reads it. No TSC reads 0 after boot.
+inline constexpr uint64_t kReadTscInSlowPath = 0;
 
 struct alignas(64) Ring {
   // ---- cache line 0: the hot path reads all of it, the owner writes it ----
@@ -238,7 +241,7 @@ LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site
     const uint64_t s = SlotOf(r, hi);
     if (__builtin_expect(((hi ^ r->base[s]) | (hi >> format::kKeyBaseBits)) != 0, 0) ||
         __builtin_expect(*r->on_cpu == 0, 0)) {
-      lb_ring_slow(r, exit, key, __rdtsc(), call_site);
+      lb_ring_slow(r, exit, key, kReadTscInSlowPath, call_site);  // one rdtsc per trace point inlined, not two
       return;
     }
     Publish(r, pos, format::MakeEvent(exit, static_cast<unsigned>(s), r->last_tsc, key));

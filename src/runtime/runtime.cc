@@ -651,6 +651,7 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
     errno = saved_errno;
     return;
   }
+  if (tsc == kReadTscInSlowPath) tsc = __rdtsc();
   // Fast clock: a thread that left the CPU since its last reading says for
   // how long (OFFCPU), measured from when on_cpu was armed: all of that time
   // came after every record since the last reading, so the decoder can bound

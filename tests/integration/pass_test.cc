@@ -10,6 +10,7 @@
 
 #include "harness.h"
 #include "model/walk.h"
+#include "runtime/ring_abi.h"
 
 namespace lookback::testing {
 namespace {
@@ -109,7 +110,8 @@ void ExpectForeignProgramRunsUntraced(const std::vector<std::string>& launcher, 
   size_t events = 0;
   for (const auto& [tid, evs] : GroundTruth(gt)) events += evs.size();
   EXPECT_GT(events, 1000u) << "the program ran all its calls";
-  const std::string line = "built for lookback ring ABI 99, this runtime has ABI 2: tracing is off for the whole process";
+  const std::string line = "built for lookback ring ABI 99, this runtime has ABI " LOOKBACK_RING_ABI_STR(LOOKBACK_RING_ABI)
+                           ": tracing is off for the whole process";
   const size_t at = r.err.find(line);
   EXPECT_NE(at, std::string::npos) << r.err;
   EXPECT_EQ(r.err.find(line, at + 1), std::string::npos) << "said once, not per thread: " << r.err;

@@ -106,7 +106,7 @@ int Run(const InfoOptions& o) {
   for (auto& c : cmdline) c = c == '\0' ? ' ' : c;
 
   fmt::print("lookback dump {}\n", o.path);
-  fmt::print("  format        version {} (min reader {}), {}\n", d.version, format::kMinReaderVersion,
+  fmt::print("  format        version {} (min reader {}), {}\n", d.version, d.min_reader,
              (d.features & format::kFeatureX86Tsc) ? "x86 TSC timestamps" : "unknown clock");
   fmt::print("  process       {} (pid {}, parent {})\n", d.process.name, d.process.pid, d.process.ppid);
   fmt::print("  executable    {}\n", d.process.exe);

@@ -14,10 +14,9 @@
 
 // Bump on any change of what the fast path reads or writes: cache line 0 of
 // Ring, lb_tls_ring's states, the record encoding. (1: before the number
-// existed, symbol `lb_tls_ring`; 2: format version 4, four base slots; 3:
-// clock mode and last reading in cache line 0, on_cpu at the start of line 1.)
+// existed, symbol `lb_tls_ring`; 2: format version 4, four base slots.)
 #ifndef LOOKBACK_RING_ABI
-#define LOOKBACK_RING_ABI 3
+#define LOOKBACK_RING_ABI 2
 #endif
 
 #define LOOKBACK_RING_ABI_STR2(x) #x

@@ -235,7 +235,9 @@ TEST(DumpOnDemand, TimingsAreReportedAndStoredInTheDump) {
     // A quick copy loses at most half a ring to the writer (the records it
     // overwrote meanwhile); a slow one (a sanitizer build, a starved dumping
     // thread) may lose more, which the dump says by its own snapshot time.
-    if (t.at("snapshot_ns") < 1'000'000) EXPECT_GE(th.record_count, th.capacity / 2) << th.name;
+    if (t.at("snapshot_ns") < 1'000'000) {
+      EXPECT_GE(th.record_count, th.capacity / 2) << th.name;
+    }
   }
   EXPECT_EQ(spinners, 2);
   EXPECT_EQ(d.warnings.size(), 0u);

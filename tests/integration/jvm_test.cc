@@ -190,7 +190,9 @@ JvmRun RecordTriggers(const std::string& name, const std::string& mode, const st
   std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", mode,
                                    "--jvm-include", "Triggers.*", "--no-exit-dump"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Triggers", what});
+  // A crash's hs_err report goes to the test's directory, not the caller's.
+  argv.insert(argv.end(), {"--", LOOKBACK_TEST_JAVA, "-XX:ErrorFile=" + dir + "/hs_err.log", "-cp",
+                           LOOKBACK_TEST_JAVA_CLASSES, "Triggers", what});
   run.result = RunProgram(argv);
   run.dumps = Dumps(dir + "/dumps");
   if (run.dumps.size() == 1) run.dump = run.dumps[0];

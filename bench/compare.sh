@@ -288,11 +288,11 @@ add_variants() {  # name check_prefix args...
   local cc kind bin
   for cc in gcc clang; do
     [[ $cc == clang && $have_clang == 0 ]] && continue
-    for kind in plain glibc lb-off lb-on floor gprof uftrace xray-off xray-fdr pass-off pass-on passfull-off passfull-on; do
+    for kind in plain glibc lb-off lb-on lb-fast floor gprof uftrace xray-off xray-fdr pass-off pass-on pass-fast passfull-off passfull-on passfull-fast; do
       case $kind in
-        plain) bin=plain ;; glibc) bin=glibc ;; lb-off|lb-on) bin=lookback ;; floor) bin=floor ;;
-        gprof|uftrace) bin=pg ;; xray-off|xray-fdr) bin=xray ;; pass-off|pass-on) bin=pass ;;
-        passfull-off|passfull-on) bin=passfull ;;
+        plain) bin=plain ;; glibc) bin=glibc ;; lb-off|lb-on|lb-fast) bin=lookback ;; floor) bin=floor ;;
+        gprof|uftrace) bin=pg ;; xray-off|xray-fdr) bin=xray ;; pass-off|pass-on|pass-fast) bin=pass ;;
+        passfull-off|passfull-on|passfull-fast) bin=passfull ;;
       esac
       [[ $kind == xray-* && ( $cc != clang || $have_xray == 0 ) ]] && continue
       [[ $kind == pass* && ( $cc != clang || $have_pass == 0 ) ]] && continue

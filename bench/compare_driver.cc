@@ -28,6 +28,7 @@
 // is inside the wall time. Every run gets a fresh working directory.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,20 +54,27 @@ constexpr const char* kXrayFdrFlags = "func_duration_threshold_us=0 grace_period
 // kPassFull*: the same with -lookback-inline=full.
 enum Kind {
   kPlain, kGlibc, kLbOff, kLbOn, kFloor, kGprof, kUftrace, kXrayOff, kXrayFdr, kPassOff, kPassOn, kPassFullOff,
-  kPassFullOn, kKinds
+  kPassFullOn,
+  // lb-on / pass-on / passfull-on binaries run with LOOKBACK_CLOCK=fast (issue 18).
+  kLbFast, kPassFast, kPassFullFast, kKinds
 };
 const char* const kKindKeys[kKinds] = {"plain",   "glibc",    "lb-off",   "lb-on",    "floor",  "gprof",
                                        "uftrace", "xray-off", "xray-fdr", "pass-off", "pass-on", "passfull-off",
-                                       "passfull-on"};
+                                       "passfull-on", "lb-fast", "pass-fast", "passfull-fast"};
 const char* const kKindNames[kKinds] = {"uninstrumented",        "glibc no-op hooks",     "lookback, tracing off",
                                         "lookback, tracing on",  "floor hook",            "gprof (-pg, gmon.out)",
                                         "uftrace record",        "XRay, sleds unpatched", "XRay FDR",
                                         "lookback pass, off",    "lookback pass, on",
-                                        "lookback pass (full), off", "lookback pass (full), on"};
-bool IsPassOn(int k) { return k == kPassOn || k == kPassFullOn; }
+                                        "lookback pass (full), off", "lookback pass (full), on",
+                                        "lookback, fast clock", "lookback pass, fast clock",
+                                        "lookback pass (full), fast clock"};
+bool IsPassOn(int k) { return k == kPassOn || k == kPassFullOn || k == kPassFast || k == kPassFullFast; }
+bool IsFast(int k) { return k == kLbFast || k == kPassFast || k == kPassFullFast; }
+// Tracing on: a dump at exit in the check run.
+bool IsOn(int k) { return k == kLbOn || k == kLbFast || IsPassOn(k); }
 bool IsPassOff(int k) { return k == kPassOff || k == kPassFullOff; }
 // Kinds whose trace points are the hook calls of the -finstrument-functions object.
-bool UsesCygObject(Kind k) { return k == kGlibc || k == kLbOff || k == kLbOn || k == kFloor; }
+bool UsesCygObject(Kind k) { return k == kGlibc || k == kLbOff || k == kLbOn || k == kLbFast || k == kFloor; }
 
 struct Variant {
   std::string program, compiler;
@@ -120,8 +128,12 @@ struct Runner {
       case kLbOn:
       case kPassOn:
       case kPassFullOn:
+      case kLbFast:
+      case kPassFast:
+      case kPassFullFast:
         env = {"LOOKBACK_DIR=" + dir + "/dumps", std::string("LOOKBACK_DUMP_AT_EXIT=") + (check ? "1" : "0"),
                "LOOKBACK_QUIET=1"};
+        if (IsFast(v.kind)) env.push_back("LOOKBACK_CLOCK=fast");
         break;
       case kFloor:
         env = {"LB_FLOOR_REPORT=1", "LB_FLOOR_HUGEPAGE=1"};  // ring mapped like lookback's (floor_hooks.cc)
@@ -159,7 +171,7 @@ struct Runner {
         closedir(d);
       }
     }
-    if ((v.kind == kLbOn || IsPassOn(v.kind)) && check) run.counted = bench::CountEntries(dir + "/dumps");  // dumps
+    if (IsOn(v.kind) && check) run.counted = bench::CountEntries(dir + "/dumps");  // dumps
     if (v.kind == kLbOff || IsPassOff(v.kind)) run.counted = bench::CountEntries(dir + "/dumps");
     bench::RemoveTree(dir);
     return run;
@@ -271,7 +283,7 @@ int main(int argc, char** argv) {
       v.check_line = CheckLine(run.child.text, check_prefix[v.program]);
       if (v.check_line.empty()) Die(what + ": no line starting with '" + check_prefix[v.program] + "':\n" + Tail(run.child.text));
     }
-    if ((v.kind == kLbOn || IsPassOn(v.kind)) && run.counted < 1) {
+    if (IsOn(v.kind) && run.counted < 1) {
       Die(what + ": no dump at exit: are lookback's hooks linked?");
     }
     if ((v.kind == kLbOff || IsPassOff(v.kind)) && run.counted > 0) {
@@ -403,10 +415,10 @@ int main(int argc, char** argv) {
           }
         }
         double b = NAN;
-        if (k == kLbOn || IsPassOn(k)) b = static_cast<double>(v.check_bytes);  // the dump at exit (check run)
+        if (IsOn(k)) b = static_cast<double>(v.check_bytes);  // the dump at exit (check run)
         if (k == kGprof || k == kUftrace || k == kXrayFdr) b = median_of([&](int r) { return bytes[vi][r]; });
         std::string bytes_cell = FmtBytes(b);
-        if (k == kLbOn || IsPassOn(k)) bytes_cell += " (dump at exit)";
+        if (IsOn(k)) bytes_cell += " (dump at exit)";
         printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.c_str(), kKindNames[k],
                Fmt(median_of([&](int r) { return wall[vi][r]; }), 3).c_str(),
                Fmt(median_of([&](int r) { return cpu[vi][r]; }), 3).c_str(), x_plain.c_str(),
@@ -441,6 +453,30 @@ int main(int argc, char** argv) {
              cell(on, find(p, c, kFloor), true).c_str(), cell(find(p, c, kUftrace), on, false).c_str(),
              cell(find(p, c, kXrayFdr), on, false).c_str(), cell(find(p, c, kGprof), on, false).c_str(),
              x_plain(kLbOff).c_str(), x_plain(kXrayOff).c_str());
+    }
+  }
+
+  // Fast clock (issue 18) beside exact and the other tracers, wall time over
+  // uninstrumented. Goal: the pass with every post-inlining function, <= +75 %.
+  printf("\nFast clock (LOOKBACK_CLOCK=fast): wall (and CPU) time over uninstrumented, medians of per-round ratios:\n\n");
+  printf("| program | compiler | front-end | fast | exact | uftrace | XRay FDR |\n|---|---|---|---:|---:|---:|---:|\n");
+  for (const auto& p : programs) {
+    for (const auto& c : compilers_of(p)) {
+      const int plain = find(p, c, kPlain);
+      if (plain < 0) continue;
+      auto over = [&](Kind k) {
+        const int vi = find(p, c, k);
+        if (vi < 0) return std::string("–");
+        const double w = median_of([&](int r) { return wall[vi][r] / wall[plain][r]; }) - 1;
+        const double cp = median_of([&](int r) { return cpu[vi][r] / cpu[plain][r]; }) - 1;
+        return "+" + Fmt(100 * w, 1) + " % (+" + Fmt(100 * cp, 1) + " %)";
+      };
+      for (auto [fast, exact, name] : {std::tuple{kLbFast, kLbOn, "hooks"}, std::tuple{kPassFast, kPassOn, "pass"},
+                                       std::tuple{kPassFullFast, kPassFullOn, "pass (full)"}}) {
+        if (find(p, c, fast) < 0) continue;
+        printf("| %s | %s | %s | %s | %s | %s | %s |\n", p.c_str(), c.c_str(), name, over(fast).c_str(),
+               over(exact).c_str(), over(kUftrace).c_str(), over(kXrayFdr).c_str());
+      }
     }
   }
 

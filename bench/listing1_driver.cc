@@ -60,25 +60,32 @@ constexpr const char* kXrayFdrFlags = "func_duration_threshold_us=0 grace_period
 // kPassFull*: the same with -lookback-inline=full (driver --extra).
 enum Kind {
   kPlain, kGlibc, kLbOff, kLbOn, kFloor, kUftrace, kGprof, kXrayOff, kXrayFdr, kPassOff, kPassOn,
-  kLbStaticOff, kLbStaticOn, kLbNoPltOff, kLbNoPltOn, kPassFullOff, kPassFullOn, kKinds
+  kLbStaticOff, kLbStaticOn, kLbNoPltOff, kLbNoPltOn, kPassFullOff, kPassFullOn,
+  // The same binaries as kLbOn / kPassOn / kPassFullOn with LOOKBACK_CLOCK=fast (issue 18).
+  kLbFastOn, kPassFastOn, kPassFullFastOn, kKinds
 };
 const char* const kKindNames[kKinds] = {
     "uninstrumented",       "glibc no-op hooks",    "lookback, tracing off", "lookback, tracing on",
     "floor hook",           "uftrace record",       "gprof (-pg, gmon.out)", "XRay, sleds unpatched",
     "XRay FDR",             "lookback pass, off",   "lookback pass, on",
     "lookback static, off", "lookback static, on",  "lookback -fno-plt, off", "lookback -fno-plt, on",
-    "lookback pass (full), off", "lookback pass (full), on"};
+    "lookback pass (full), off", "lookback pass (full), on",
+    "lookback, fast clock",  "lookback pass, fast clock", "lookback pass (full), fast clock"};
 const char* const kKindShort[kKinds] = {"plain",    "glibc",    "lb-off",   "lb-on",   "floor",   "uftrace",
                                         "gprof",    "xray-off", "xray-fdr", "pass-off", "pass-on", "lbs-off",
-                                        "lbs-on",   "lbnoplt-off", "lbnoplt-on", "passfull-off", "passfull-on"};
+                                        "lbs-on",   "lbnoplt-off", "lbnoplt-on", "passfull-off", "passfull-on",
+                                        "lb-fast",  "pass-fast", "passfull-fast"};
 const char* const kSuffix[kKinds] = {"plain", "glibc", "lookback", "lookback", "floor",    "pg",       "pg",     "xray",
                                      "xray",  "pass",  "pass",     "lbstatic", "lbstatic", "lbnoplt", "lbnoplt",
-                                     "passfull", "passfull"};
-bool IsExtra(int k) { return k >= kLbStaticOff; }
-bool IsPass(int k) { return k == kPassOff || k == kPassOn || k == kPassFullOff || k == kPassFullOn; }
+                                     "passfull", "passfull", "lookback", "pass", "passfull"};
+bool IsExtra(int k) { return (k >= kLbStaticOff && k <= kPassFullOn) || k == kPassFullFastOn; }
+bool IsPass(int k) {
+  return k == kPassOff || k == kPassOn || k == kPassFullOff || k == kPassFullOn || k == kPassFastOn || k == kPassFullFastOn;
+}
+bool IsFast(int k) { return k >= kLbFastOn; }
 bool IsLookback(int k) { return k == kLbOff || k == kLbOn || IsPass(k) || k >= kLbStaticOff; }
 bool IsLookbackOn(int k) {
-  return k == kLbOn || k == kPassOn || k == kLbStaticOn || k == kLbNoPltOn || k == kPassFullOn;
+  return k == kLbOn || k == kPassOn || k == kLbStaticOn || k == kLbNoPltOn || k == kPassFullOn || IsFast(k);
 }
 bool IsXray(int k) { return k == kXrayOff || k == kXrayFdr; }
 // gprof's mcount runs at function entry only.
@@ -116,7 +123,9 @@ int RegionsOf(const std::string& compiler, std::string* base = nullptr) {
   return compiler[dash + 1] - '0';
 }
 // The kinds a region build has (bench/CMakeLists.txt, listing1_regions).
-bool InRegionBuild(int k) { return k == kPlain || k == kGlibc || k == kLbOff || k == kLbOn || k == kFloor; }
+bool InRegionBuild(int k) {
+  return k == kPlain || k == kGlibc || k == kLbOff || k == kLbOn || k == kFloor || k == kLbFastOn;
+}
 
 // Top-level calls timed per run, by work. A traced run at work 0 takes
 // ~0.2 s (20 trace points of ~10 ns per call); larger work, fewer calls.
@@ -159,10 +168,11 @@ struct Runner {
   std::string uftrace;  // empty: not available
   std::string tmp_root;
 
-  std::vector<std::string> LookbackEnv(bool on, const std::string& dir, bool dump_at_exit) const {
+  std::vector<std::string> LookbackEnv(bool on, const std::string& dir, bool dump_at_exit, bool fast = false) const {
     std::vector<std::string> env = {"LOOKBACK_DIR=" + dir, std::string("LOOKBACK_DUMP_AT_EXIT=") + (dump_at_exit ? "1" : "0"),
                                     "LOOKBACK_QUIET=1"};
     if (!on) env.push_back("LOOKBACK_ENABLED=0");
+    if (fast) env.push_back("LOOKBACK_CLOCK=fast");
     return env;
   }
 
@@ -174,7 +184,7 @@ struct Runner {
     std::vector<std::string> env;
     const std::string dir = bench::MakeTempDir("run", tmp_root);
     if (IsLookback(v.kind)) {
-      env = LookbackEnv(IsLookbackOn(v.kind), dir, IsLookbackOn(v.kind));
+      env = LookbackEnv(IsLookbackOn(v.kind), dir, IsLookbackOn(v.kind), IsFast(v.kind));
     } else if (v.kind == kUftrace) {
       // A path that does not exist yet: uftrace renames an existing directory to <dir>.old.
       args.insert(args.begin(), {uftrace, "record", "--no-libcall", "-d", dir + "/uftrace.data"});
@@ -333,7 +343,7 @@ int main(int argc, char** argv) {
     if (IsLookback(v.kind)) {
       const std::string dir = bench::MakeTempDir("check", runner.tmp_root);
       const std::vector<std::string> args = {v.binary, "0", std::to_string(kCheckCalls), "0"};
-      RunOutput out = Spawn(args, runner.LookbackEnv(IsLookbackOn(v.kind), dir, true));
+      RunOutput out = Spawn(args, runner.LookbackEnv(IsLookbackOn(v.kind), dir, true, IsFast(v.kind)));
       const int dumps = bench::CountEntries(dir);
       bench::RemoveTree(dir);
       if (!out.ok) Die(v.binary + " failed:\n" + out.text);
@@ -511,6 +521,25 @@ int main(int argc, char** argv) {
       const double off_tp = off < 0 ? NAN : median_of([&](int r) { return tp_of(off, plain, w, r); });
       printf("| %s | %d | %s | %s |\n", c.c_str(), o.works[w], verdict(ratio, 1.15).c_str(),
              verdict(off_tp, 0.8).c_str());
+    }
+  }
+
+  // ---- fast clock (issue 18): goal <= 2.5 ns per trace point at work 0 --------
+  printf("\nFast clock (LOOKBACK_CLOCK=fast) beside exact and the floor, ns per trace point (medians of per-round figures):\n\n");
+  printf("| compiler | work | front-end | fast | exact | floor | fast / exact |\n|---|---:|---|---:|---:|---:|---:|\n");
+  for (const auto& c : o.compilers) {
+    const int plain = find(c, kPlain), floor = find(c, kFloor);
+    if (plain < 0) continue;
+    for (size_t w = 0; w < o.works.size(); ++w) {
+      for (auto [fast_kind, exact_kind, name] : {std::tuple{kLbFastOn, kLbOn, "hooks"}, std::tuple{kPassFastOn, kPassOn, "pass"},
+                                                 std::tuple{kPassFullFastOn, kPassFullOn, "pass (full)"}}) {
+        const int fast = find(c, fast_kind), exact = find(c, exact_kind);
+        if (fast < 0 || exact < 0) continue;
+        auto tp = [&](int vi) { return vi < 0 ? NAN : median_of([&](int r) { return tp_of(vi, plain, w, r); }); };
+        const double ratio = median_of([&](int r) { return tp_of(fast, plain, w, r) / tp_of(exact, plain, w, r); });
+        printf("| %s | %d | %s | %s | %s | %s | %s |\n", c.c_str(), o.works[w], name, Fmt(tp(fast), 2).c_str(),
+               Fmt(tp(exact), 2).c_str(), Fmt(tp(floor), 2).c_str(), Fmt(ratio, 3).c_str());
+      }
     }
   }
 

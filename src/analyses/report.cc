@@ -46,7 +46,8 @@ void ReportBuilder::Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) {
   ++a.calls;
   const bool outermost = a.active++ == 0;
   if (outermost) ++a.outer_calls;
-  stack_.push_back(Frame{key, ts, 0, &a, outermost, (flags & model::kSliceStartCut) != 0});
+  stack_.push_back(Frame{key, ts, 0, next_bound_, &a, outermost, (flags & model::kSliceStartCut) != 0});
+  next_bound_ = 0;
 }
 
 void ReportBuilder::Exit(uint64_t, int64_t ts, uint32_t, uint8_t flags) {
@@ -57,7 +58,13 @@ void ReportBuilder::Exit(uint64_t, int64_t ts, uint32_t, uint8_t flags) {
   const int64_t total = std::max<int64_t>(0, ts - f.start);
   Acc& a = *f.acc;
   --a.active;
-  if (f.outermost) a.inclusive += total;
+  const int64_t bound = f.bound + next_bound_;
+  next_bound_ = 0;
+  if (f.outermost) {
+    a.inclusive += total;
+    a.inclusive_bound += bound;
+  }
+  if (bound * 100 > total) ++a.uncertain;
   a.self += std::max<int64_t>(0, total - f.children);
   a.max = std::max(a.max, total);
   if (f.clipped || (flags & (model::kSliceOpen | model::kSliceUnwound)) != 0) ++a.clipped;
@@ -83,6 +90,8 @@ void ReportBuilder::Flush(std::unordered_map<uint64_t, Acc>& accs, uint32_t tid,
     s.self_ns = a.self;
     s.max_ns = a.max;
     s.clipped = a.clipped;
+    s.inclusive_bound_ns = a.inclusive_bound;
+    s.uncertain = a.uncertain;
     report_.calls += a.calls;
     report_.functions.push_back(std::move(s));
   }
@@ -105,6 +114,8 @@ void ReportBuilder::EndThread(const model::ThreadSummary& summary) {
     m.calls += a.calls;
     m.outer_calls += a.outer_calls;
     m.clipped += a.clipped;
+    m.uncertain += a.uncertain;
+    m.inclusive_bound += a.inclusive_bound;
     m.inclusive += a.inclusive;
     m.self += a.self;
     m.max = std::max(m.max, a.max);

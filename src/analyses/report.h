@@ -41,6 +41,13 @@ struct FunctionStats {
   int64_t self_ns = 0;
   int64_t max_ns = 0;
   uint64_t clipped = 0;  // activations cut by the window or dump, or repaired
+  // Fast clock: the sum over outermost activations of how far their
+  // inclusive time may be off (the widths of their entry's and exit's
+  // bounds), and the activations whose duration may be off by more than 1 %.
+  int64_t inclusive_bound_ns = 0;
+  uint64_t uncertain = 0;
+  // The inclusive time may be off by more than 1 %: `report` marks it.
+  bool Uncertain() const { return inclusive_bound_ns * 100 > inclusive_ns; }
 
   int64_t avg_ns() const { return outer_calls ? inclusive_ns / static_cast<int64_t>(outer_calls) : 0; }
 };
@@ -80,6 +87,7 @@ class ReportBuilder : public model::TraceSink {
   void BeginThread(const format::ThreadInfo& t) override;
   void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
+  void EventBound(int64_t lo_ns, int64_t hi_ns) override { next_bound_ = hi_ns - lo_ns; }
   void EndThread(const model::ThreadSummary& summary) override;
   std::string End() override;
 
@@ -87,14 +95,15 @@ class ReportBuilder : public model::TraceSink {
 
  private:
   struct Acc {
-    uint64_t calls = 0, outer_calls = 0, clipped = 0;
-    int64_t inclusive = 0, self = 0, max = 0;
+    uint64_t calls = 0, outer_calls = 0, clipped = 0, uncertain = 0;
+    int64_t inclusive = 0, self = 0, max = 0, inclusive_bound = 0;
     uint32_t active = 0;  // activations of this function on the stack now
   };
   struct Frame {
     uint64_t key;
     int64_t start;
     int64_t children = 0;  // inclusive time of the direct callees
+    int64_t bound = 0;     // width of the entry's bound (fast clock)
     Acc* acc;
     bool outermost;
     bool clipped;
@@ -111,6 +120,7 @@ class ReportBuilder : public model::TraceSink {
   std::string thread_name_;
   int64_t thread_first_ = 0, thread_last_ = 0;
   bool thread_seen_ = false;
+  int64_t next_bound_ = 0;  // from EventBound, for the next Enter or Exit
 };
 
 // Walks `dump` (model::Walk with `walk`'s thread, window and progress) into

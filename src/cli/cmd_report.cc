@@ -53,6 +53,10 @@ std::string Json(const ReportOptions& o, const analyses::Report& r, const std::v
         f.calls, f.outer_calls, f.self_ns, f.inclusive_ns, f.avg_ns(), f.max_ns,
         JsonNumber(Share(f.self_ns, r.thread_time_ns)), JsonNumber(Share(f.inclusive_ns, r.thread_time_ns)),
         f.clipped);
+    if (f.inclusive_bound_ns != 0) {  // fast clock only
+      out.pop_back();
+      out += fmt::format(", \"inclusive_bound_ns\": {}, \"uncertain_calls\": {}}}", f.inclusive_bound_ns, f.uncertain);
+    }
   }
   out += rows.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;
@@ -94,7 +98,7 @@ std::string TableText(const ReportOptions& o, const analyses::Report& r,
   t.AddColumn("MAX", Table::kRight);
   t.AddColumn("FUNCTION", Table::kLeft, /*elastic=*/true);
   auto hl = [&](K k) { return key == k ? Style::kCyan : Style::kNone; };
-  bool marked = false;
+  bool marked = false, uncertain = false;
   for (const auto& f : rows) {
     std::vector<Table::Cell> cells;
     if (o.per_thread) cells.emplace_back(f.thread.empty() ? std::to_string(f.tid) : fmt::format("{} ({})", f.thread, f.tid));
@@ -108,6 +112,7 @@ std::string TableText(const ReportOptions& o, const analyses::Report& r,
     cells.emplace_back(HumanNs(f.max_ns), hl(K::kMax));
     std::string name = f.name;
     if (f.clipped) name += " *", marked = true;
+    if (f.Uncertain()) name += " ~", uncertain = true;
     cells.emplace_back(name, key == K::kName ? Style::kCyan : Style::kNone);
     t.AddRow(std::move(cells));
   }
@@ -135,6 +140,9 @@ std::string TableText(const ReportOptions& o, const analyses::Report& r,
   } else {
     out += style.Paint("\n  No frame clipped or repaired: every call was traced whole.\n", Style::kDim);
   }
+  if (uncertain)
+    out += "  Functions marked ~ were traced with the fast clock and their inclusive time may be off by more than 1 %:\n"
+           "  the timestamps of their calls are bounds wider than that (lookback info shows the dump's bounds).\n";
   return out;
 }
 

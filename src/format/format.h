@@ -35,6 +35,14 @@ namespace lookback::format {
 // change. Both are re-announced at least every SyncInterval(capacity) records
 // ("sync"), and each announcement carries what it replaced, so every window of
 // a ring that holds one sync decodes completely (FORMAT.md, "The bound").
+//
+// Fast-clock rings (THREAD flag kThreadFastClock, version 5): the same
+// records, but the writer reads the TSC only for some of them (every Nth
+// position, after the thread was descheduled, and on the slow path) and
+// gives every other EVENT the TSC of the latest reading before it. An
+// EVENT's TSC is then a lower bound, the next larger TSC in the ring an
+// upper bound, and an OFFCPU record before a reading tightens that upper
+// bound by the time the thread spent off CPU (FORMAT.md, "Fast clock").
 // ---------------------------------------------------------------------------
 
 // How a ring's records are laid out. The writer always uses kLayout; a reader
@@ -71,7 +79,13 @@ enum class ControlKind : uint8_t {
   kUnwindTo = 4, // payload: a call site (code address). Written before the first entry after a
                  // non-local exit (caught exception, longjmp): frames above the innermost frame
                  // of the function containing this address were left without an exit.
+  kOffCpu = 5,   // version 5, fast-clock rings only: payload = ns the thread spent off CPU since it
+                 // was last seen on CPU with a reading (less the measurement slack), written
+                 // before the EVENT of the first reading after it was descheduled. Every EVENT
+                 // since the reading before it happened at least this long before that EVENT.
 };
+
+inline constexpr uint64_t kPayloadMax = (uint64_t{1} << 56) - 1;
 
 // EPOCH payload: the epoch in the low (64 - tsc_low_bits) bits, the distance
 // back to the previous announcement in the rest (kEpochDeltaMax: unknown).
@@ -88,6 +102,10 @@ inline constexpr uint64_t MakeEvent(bool exit, unsigned slot, uint64_t tsc, uint
 
 inline constexpr uint64_t MakeControl(ControlKind kind, uint64_t payload) {
   return (uint64_t{static_cast<uint8_t>(kind)} << 56) | (payload & ((uint64_t{1} << 56) - 1));
+}
+
+inline constexpr uint64_t MakeOffCpu(uint64_t ns) {
+  return MakeControl(ControlKind::kOffCpu, ns > kPayloadMax ? kPayloadMax : ns);
 }
 
 inline constexpr uint64_t MakeEpoch(uint64_t epoch, uint64_t delta) {
@@ -143,9 +161,13 @@ inline constexpr uint64_t SyncInterval(uint64_t capacity) {
   return capacity / 4 < kMaxSyncInterval ? capacity / 4 : kMaxSyncInterval;
 }
 // At most this many slots are written by one publication: EPOCH, a FN_BASE
-// per slot (a sync re-announces all four), UNWIND_TO, the EVENT. Snapshot
-// readers widen their "maybe torn" margin by it.
-inline constexpr uint64_t kMaxSlotsPerPublish = 2 + kBaseSlots + 1;
+// per slot (a sync re-announces all four), UNWIND_TO, OFFCPU (fast clock),
+// the EVENT. Snapshot readers widen their "maybe torn" margin by it.
+inline constexpr uint64_t kMaxSlotsPerPublish = 2 + kBaseSlots + 2;
+// Fast-clock rings read the TSC once per group of at most this many records
+// and, while dense, hold a sync back to the next reading position: the sync
+// interval of such a ring stretches by up to a group.
+inline constexpr uint64_t kMaxClockGroup = 64;
 
 static_assert(MakeEvent(true, 3, ~uint64_t{0}, ~uint64_t{0}) == ~uint64_t{0});
 static_assert(EventSlot(MakeEvent(false, 2, 0, 0)) == 2 && EventTscLow(MakeEvent(false, 3, ~uint64_t{0}, 0)) == kTscLowMask);
@@ -154,6 +176,7 @@ static_assert(EpochDelta(MakeEpoch(5, kEpochDeltaMax + 10)) == kEpochDeltaMax);
 static_assert(FnBasePrevious(MakeFnBase(3, 1, kKeyBaseMask, true, 0xf)) == kKeyBaseMask);
 static_assert(FnBaseSlot(MakeFnBase(3, 1, 0, false, 0xf)) == 3 && FnBaseInUse(MakeFnBase(0, 1, 0, false, 0xf)) == 0xf);
 static_assert(FnBaseSlot(MakeFnBase(3, 1, 0, false, 0xf), kLayoutV1) == 0);
+static_assert(ControlPayload(MakeOffCpu(~uint64_t{0})) == kPayloadMax && ControlKindOf(MakeOffCpu(1)) == 5);
 
 // ---------------------------------------------------------------------------
 // Dump file: a 64-byte header, then sections. Every section is
@@ -161,9 +184,12 @@ static_assert(FnBaseSlot(MakeFnBase(3, 1, 0, false, 0xf), kLayoutV1) == 0);
 // Readers skip section types they do not know.
 // ---------------------------------------------------------------------------
 inline constexpr char kMagic[8] = {'L', 'O', 'O', 'K', 'B', 'A', 'C', 'K'};
-inline constexpr uint16_t kDumpVersion = 4;  // 2: TRIGGER section, kThreadTrimmed; 3: SAMPLES section;
-                                             // 4: base slots in records, 28 TSC bits
+inline constexpr uint16_t kDumpVersion = 5;  // 2: TRIGGER section, kThreadTrimmed; 3: SAMPLES section;
+                                             // 4: base slots in records, 28 TSC bits; 5: fast-clock rings
 inline constexpr uint16_t kMinReaderVersion = 4;
+// A dump holding a fast-clock ring needs a reader that knows their TSCs are
+// bounds (a version-4 reader would take them for exact times).
+inline constexpr uint16_t kMinReaderVersionFastClock = 5;
 
 // The record layout of a dump of version `v`.
 inline constexpr RecordLayout LayoutOfVersion(uint16_t v) { return v >= 4 ? kLayoutV4 : kLayoutV1; }
@@ -286,6 +312,8 @@ enum ThreadFlag : uint32_t {
   kThreadMain = 1u << 3,      // tid == pid
   kThreadTrimmed = 1u << 4,   // records older than the dump's time window were left out; the
                               // first two records are a synthesized EPOCH and FN_BASE
+  kThreadFastClock = 1u << 5, // version 5: the ring was written in fast-clock mode (EVENT TSCs are
+                              // lower bounds; FORMAT.md, "Fast clock")
 };
 
 inline constexpr uint32_t kMaxStringBytes = 1u << 20;

@@ -164,6 +164,7 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
     d.warnings.push_back({std::to_string(bytes.size() - file_size_untrusted) + " trailing bytes after the dump",
                           file_size_untrusted});
   d.version = version;
+  d.min_reader = min_reader;
   d.features = features;
   const uint64_t end = file_size_untrusted;
   uint64_t off = header_size;

@@ -96,6 +96,7 @@ class Dump {
   static Result<Dump> Open(const std::string& path, bool salvage);
 
   uint16_t version = 0;
+  uint16_t min_reader = 0;  // the oldest reader the writer says can read it (5 with a fast-clock ring)
   uint64_t features = 0;
   ProcessInfo process;
   ClockInfo clock;

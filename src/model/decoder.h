@@ -6,6 +6,7 @@
 // memory is bounded by call depth, not by the number of events.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -23,9 +24,13 @@ enum class EventKind : uint8_t {
 
 struct Event {
   EventKind kind;
-  uint64_t tsc;    // full TSC (0 for kResume)
+  uint64_t tsc;    // full TSC (0 for kResume); in a fast-clock ring, placed within [lo, hi]
   uint64_t key;    // full function key (0 for kResume)
   uint64_t index;  // record index within the window
+  // The interval the event certainly lies in: lo == hi == tsc in an exact
+  // ring and for a fast-clock ring's readings (FORMAT.md, "Fast clock").
+  uint64_t lo;
+  uint64_t hi;
 };
 
 struct DecodeStats {
@@ -35,19 +40,128 @@ struct DecodeStats {
   uint64_t unknown_records = 0;     // control kinds this reader does not know, or empty slots
   uint64_t backwards = 0;           // events whose timestamp is below the previous one
   uint64_t resumes = 0;
+  // Fast-clock rings: events that carried no reading of their own (placed
+  // between their readings), and OFFCPU records applied.
+  uint64_t untimed = 0;
+  uint64_t off_cpu = 0;
+};
+
+// How a thread's EVENT timestamps read (from its THREAD section and the
+// dump's CLOCK).
+struct ClockMode {
+  bool fast = false;          // kThreadFastClock: an EVENT's TSC is the latest reading before it
+  double ticks_per_ns = 0;    // to apply OFFCPU records (0: ignored, the bounds stay wider)
+  uint64_t end_tsc = 0;       // upper bound of the events after the window's last reading
+  // The ring's own records only (not a trimmed window's synthesized
+  // prefix): an EVENT right after a control record of its publication was
+  // written by the slow path, which always reads the clock.
+  bool writer_records = false;
+};
+
+// Fast-clock rings: holds the events written since the latest reading until
+// the next one, then gives each its bound and places it inside it, evenly
+// by order (the readings themselves are exact). At most kMaxPending are
+// held (a well-formed ring has a reading every few records; a damaged one
+// is bounded by the thread's end instead).
+template <class Sink>
+class FastClockPlacer {
+ public:
+  static constexpr size_t kMaxPending = 4096;
+  FastClockPlacer(const ClockMode& mode, Sink& sink, DecodeStats& st) : mode_(mode), sink_(sink), st_(st) {}
+
+  // `reading`: known to be a reading (slow path), even if it repeats the TSC.
+  void OnEvent(Event e, bool reading) {
+    if (reading) have_reading_ = true;
+    if (!reading && (!have_reading_ || e.tsc == reading_)) {
+      // Repeats the latest reading (or is the window's first event, whose
+      // own reading is unknown): lies after it, before the next one.
+      have_reading_ = true;
+      reading_ = e.tsc;
+      Hold(e);
+      return;
+    }
+    uint64_t bound = e.tsc;
+    if (off_cpu_ns_ != 0) {
+      const double ticks = static_cast<double>(off_cpu_ns_) * mode_.ticks_per_ns;
+      bound = ticks < static_cast<double>(bound) ? bound - static_cast<uint64_t>(ticks) : 0;
+      ++st_.off_cpu;
+    }
+    off_cpu_ns_ = 0;
+    if (bound > reading_) spacing_ = static_cast<double>(bound - reading_) / static_cast<double>(events_held_ + 1);
+    Release(bound);
+    reading_ = e.tsc;
+    e.lo = e.hi = e.tsc;
+    sink_(e);
+  }
+  // RESUME, UNWIND_TO: keep their place among the held events.
+  void OnMarker(const Event& e) {
+    if (held_.empty()) {
+      sink_(e);
+    } else {
+      held_.push_back(e);
+    }
+  }
+  void OnOffCpu(uint64_t ns) { off_cpu_ns_ = ns; }
+  // The events after the window's last reading are bounded only by the
+  // thread's end (its exit, or the snapshot, which may be milliseconds
+  // later): placed at the pace of the last stretch between two readings
+  // rather than spread over that whole interval.
+  void Finish() {
+    tail_ = true;
+    Release(mode_.end_tsc);
+  }
+
+ private:
+  void Hold(const Event& e) {
+    held_.push_back(e);
+    ++events_held_;
+    ++st_.untimed;
+    if (events_held_ >= kMaxPending) Release(mode_.end_tsc);
+  }
+  // Everything held lies in [its reading, upper].
+  void Release(uint64_t upper) {
+    uint64_t k = 0;
+    for (Event& e : held_) {
+      if (e.kind == EventKind::kEnter || e.kind == EventKind::kExit) {
+        ++k;
+        e.lo = e.tsc;
+        e.hi = upper > e.tsc ? upper : e.tsc;
+        const double span = static_cast<double>(e.hi - e.lo);
+        const double share = static_cast<double>(k) / static_cast<double>(events_held_ + 1);
+        const double at = tail_ && spacing_ > 0 ? std::min(span * share, spacing_ * static_cast<double>(k)) : span * share;
+        e.tsc = e.lo + static_cast<uint64_t>(at);
+      }
+      sink_(e);
+    }
+    held_.clear();
+    events_held_ = 0;
+  }
+
+  const ClockMode& mode_;
+  Sink& sink_;
+  DecodeStats& st_;
+  std::vector<Event> held_;
+  uint64_t events_held_ = 0;
+  bool have_reading_ = false;
+  uint64_t reading_ = 0;
+  uint64_t off_cpu_ns_ = 0;
+  double spacing_ = 0;  // ticks per event between the last two readings
+  bool tail_ = false;
 };
 
 // Decodes `n` records of one thread's window (`get(i)` returns record i)
 // laid out as `layout`, calling `sink` with every event in order.
 template <class Get, class Sink>
-DecodeStats DecodeRecords(uint64_t n, format::RecordLayout layout, Get&& get, Sink&& sink) {
+DecodeStats DecodeRecords(uint64_t n, format::RecordLayout layout, const ClockMode& mode, Get&& get, Sink&& sink) {
   using namespace format;
   DecodeStats st;
   st.records = n;
   // The state in force before the first announcements (record_state.h).
   RecordState state(layout);
   state.Prime(n, get);
+  FastClockPlacer<Sink> placer(mode, sink, st);
   uint64_t last_tsc = 0;
+  bool after_control = false;  // the previous record was a slow path's announcement
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t r = get(i);
     if (IsEvent(r)) {
@@ -59,26 +173,61 @@ DecodeStats DecodeRecords(uint64_t n, format::RecordLayout layout, Get&& get, Si
       if (tsc < last_tsc) ++st.backwards;
       last_tsc = tsc;
       ++st.events;
-      sink(Event{IsExit(r) ? EventKind::kExit : EventKind::kEnter, tsc, key, i});
+      const Event e{IsExit(r) ? EventKind::kExit : EventKind::kEnter, tsc, key, i, tsc, tsc};
+      if (mode.fast) {
+        placer.OnEvent(e, after_control && mode.writer_records);
+        after_control = false;
+      } else {
+        sink(e);
+      }
       continue;
     }
+    Event marker{EventKind::kResume, 0, 0, i, 0, 0};
+    after_control = true;  // every kind below is written just before a slow path's EVENT
     switch (static_cast<ControlKind>(ControlKindOf(r))) {
       case ControlKind::kEpoch:
-      case ControlKind::kFnBase: state.Apply(r); break;
-      case ControlKind::kResume:
-        ++st.resumes;
-        sink(Event{EventKind::kResume, 0, 0, i});
+      case ControlKind::kFnBase: state.Apply(r); continue;
+      case ControlKind::kResume: ++st.resumes; break;
+      case ControlKind::kUnwindTo:
+        marker.kind = EventKind::kUnwindTo;
+        marker.key = ControlPayload(r);
         break;
-      case ControlKind::kUnwindTo: sink(Event{EventKind::kUnwindTo, 0, ControlPayload(r), i}); break;
-      default: ++st.unknown_records; break;
+      case ControlKind::kOffCpu:
+        if (mode.fast && mode.ticks_per_ns > 0) placer.OnOffCpu(ControlPayload(r));
+        continue;
+      default:
+        ++st.unknown_records;
+        after_control = false;
+        continue;
+    }
+    if (mode.fast) {
+      placer.OnMarker(marker);
+    } else {
+      sink(marker);
     }
   }
+  if (mode.fast) placer.Finish();
   return st;
+}
+
+template <class Get, class Sink>
+DecodeStats DecodeRecords(uint64_t n, format::RecordLayout layout, Get&& get, Sink&& sink) {
+  return DecodeRecords(n, layout, ClockMode{}, get, sink);
+}
+
+inline ClockMode ClockModeOf(const format::Dump& dump, const format::ThreadInfo& t) {
+  ClockMode m;
+  m.fast = (t.flags & format::kThreadFastClock) != 0;
+  if (dump.clock.ns != 0) m.ticks_per_ns = static_cast<double>(dump.clock.ticks) / static_cast<double>(dump.clock.ns);
+  m.end_tsc = t.exit_tsc != 0 ? t.exit_tsc : t.snapshot_tsc;
+  m.writer_records = (t.flags & format::kThreadTrimmed) == 0;
+  return m;
 }
 
 template <class Sink>
 DecodeStats DecodeThread(const format::Dump& dump, const format::ThreadInfo& t, Sink&& sink) {
-  return DecodeRecords(t.record_count, dump.layout(), [&](uint64_t i) { return dump.Record(t, i); }, sink);
+  return DecodeRecords(t.record_count, dump.layout(), ClockModeOf(dump, t), [&](uint64_t i) { return dump.Record(t, i); },
+                       sink);
 }
 
 enum FrameFlag : uint8_t {

@@ -42,6 +42,11 @@ class ThreadPass {
     ++summary_.events;
     // The first pass needs no times: it only looks for exits that match nothing.
     const int64_t ns = sink_ != nullptr ? ctx_.clock.MonotonicNs(e.tsc) : 0;
+    bounded_ = sink_ != nullptr && e.lo != e.hi;
+    if (bounded_) {
+      bound_lo_ = ctx_.clock.MonotonicNs(e.lo);
+      bound_hi_ = ctx_.clock.MonotonicNs(e.hi);
+    }
     if (ns >= wend_) return false;
     if (sink_ != nullptr && first_ns_ == kNoLimitHigh) first_ns_ = ns;  // the ring's first event
     // Frames begun earlier open at the window start, or at the ring's first
@@ -52,7 +57,10 @@ class ThreadPass {
       pending_unwind_ = 0;
       const bool emit = opened_;
       stack_.push_back({e.key, emit, 0});
-      if (emit) sink_->Enter(e.key, ns, Depth(), 0);
+      if (emit) {
+        if (bounded_) sink_->EventBound(bound_lo_, bound_hi_);
+        sink_->Enter(e.key, ns, Depth(), 0);
+      }
       return true;
     }
     pending_unwind_ = 0;
@@ -73,6 +81,7 @@ class ThreadPass {
 
   void Finish() {
     if (sink_ == nullptr) return;
+    bounded_ = false;  // frames still open end at the snapshot, an exact time
     int64_t end = ctx_.clock.MonotonicNs(t_.snapshot_tsc);
     if (t_.exit_tsc != 0) end = ctx_.clock.MonotonicNs(t_.exit_tsc);
     end = std::min(end, wend_);
@@ -103,6 +112,7 @@ class ThreadPass {
     if (flags & kSliceOpen) ++summary_.open;
     if (o.emitted && sink_ != nullptr) {
       ++summary_.slices;
+      if (bounded_) sink_->EventBound(bound_lo_, bound_hi_);
       sink_->Exit(o.key, ns, static_cast<uint32_t>(stack_.size()), flags);
     }
   }
@@ -126,6 +136,9 @@ class ThreadPass {
   std::vector<uint64_t> cut_;
   uint64_t pending_unwind_ = 0;
   bool opened_ = false;
+  // The current event's bound, when it is not exact (fast clock).
+  bool bounded_ = false;
+  int64_t bound_lo_ = 0, bound_hi_ = 0;
   int64_t first_ns_ = kNoLimitHigh;
   ThreadSummary summary_;
 };

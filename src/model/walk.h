@@ -65,6 +65,13 @@ class TraceSink {
   virtual void BeginThread(const format::ThreadInfo& t) = 0;
   virtual void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) = 0;
   virtual void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) = 0;
+  // Fast-clock threads: called right before an Enter or Exit whose time is
+  // not exact, with the interval [lo_ns, hi_ns] it certainly lies in (its
+  // ts_ns is the decoder's placement inside it). Exact times get no call.
+  virtual void EventBound(int64_t lo_ns, int64_t hi_ns) {
+    (void)lo_ns;
+    (void)hi_ns;
+  }
   virtual void EndThread(const ThreadSummary& summary) = 0;
   // Flushes and closes; returns an error message or "".
   virtual std::string End() = 0;

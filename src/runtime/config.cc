@@ -1,5 +1,7 @@
 #include "runtime/config.h"
 
+#include "format/format.h"
+
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -113,7 +115,18 @@ const char* const kConfigVariables[] = {
     "LOOKBACK_STALL", "LOOKBACK_STALL_IDLE", "LOOKBACK_SLOW_SCOPE", "LOOKBACK_SLOW_CALL", "LOOKBACK_CRASH",
     "LOOKBACK_POST_TRIGGER", "LOOKBACK_WINDOW", "LOOKBACK_RATE_LIMIT", "LOOKBACK_COOLDOWN", "LOOKBACK_MAX_DUMPS",
     "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", "LOOKBACK_EXCLUDE", "LOOKBACK_SAMPLE", "LOOKBACK_SAMPLE_INTERVAL",
-    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", "LOOKBACK_HOST", nullptr};
+    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", "LOOKBACK_HOST", "LOOKBACK_CLOCK", nullptr};
+
+bool ParseClock(const std::string& raw, uint32_t* group) {
+  const std::string t = Trim(raw);
+  if (t == "exact") return *group = 1, true;
+  if (t == "fast") return *group = 8, true;
+  if (t.rfind("fast:", 0) != 0) return false;
+  uint64_t n = 0;
+  if (!ParseUint(t.substr(5), &n) || n < 2 || n > format::kMaxClockGroup || (n & (n - 1)) != 0) return false;
+  *group = static_cast<uint32_t>(n);
+  return true;
+}
 
 bool ParseDuration(const std::string& raw, uint64_t* ns) {
   std::string t = Trim(raw);
@@ -304,6 +317,9 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
   parse_flag("LOOKBACK_CRASH", &c.crash);
   parse_flag("LOOKBACK_ATTACHED", &c.attached);
   if (const char* v = getenv_fn("LOOKBACK_HOST"); v && *v) c.host = v;
+  if (const char* v = getenv_fn("LOOKBACK_CLOCK"); v && *v) {
+    if (!ParseClock(v, &c.clock_group)) bad("LOOKBACK_CLOCK", v, "is not exact, fast or fast:N (N a power of two, 2 to 64); using exact");
+  }
 
   std::string why;
   auto parse_watches = [&](const char* var, std::vector<Watch>* field) {

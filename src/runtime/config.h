@@ -35,6 +35,10 @@ struct Config {
   // empty = the machine's (gethostname at start-up). For fleets whose
   // machines share names, containers, and tests.
   std::string host;
+  // LOOKBACK_CLOCK: "exact" (1: a TSC reading per record) or "fast[:N]" (one
+  // reading per N record positions, N a power of two from 2 to 64, default 8,
+  // plus one after every deschedule; FORMAT.md, "Fast clock").
+  uint32_t clock_group = 1;
 
   // Triggers and their policy (docs/triggers.md).
   std::vector<Watch> stall;                // LOOKBACK_STALL: thread glob : no trace point for this long
@@ -76,6 +80,7 @@ bool ParseSize(const std::string& text, uint64_t* out);  // "8M", "65536", "1G"
 bool ParseBool(const std::string& text, bool* out);      // 1/0, true/false, yes/no, on/off
 bool ParseSignal(const std::string& text, int* out);     // "USR2", "SIGUSR2", "12", "0"
 bool ParseDuration(const std::string& text, uint64_t* ns);  // "100ms", "2s", "500us", "1m", "250" (ms)
+bool ParseClock(const std::string& text, uint32_t* group);  // "exact" -> 1, "fast" -> 8, "fast:16" -> 16
 // "PATTERN:DURATION[,PATTERN:DURATION...]"; the duration follows the last colon.
 bool ParseWatches(const std::string& text, std::vector<Watch>* out, std::string* why);
 // The variables lookback reads, for `lookback record` and config files.

@@ -507,7 +507,7 @@ void lb_scope_begin(const char* name) {
     tsc = __rdtsc();
   } else {
     tsc = __rdtsc();
-    RecordAt(r, false, ScopeKey(id), tsc);
+    RecordReading(r, false, ScopeKey(id), tsc);
   }
   const uint32_t d = r->scope_depth.load(std::memory_order_relaxed);
   if (d < kMaxWatchedScopes) {
@@ -525,7 +525,7 @@ void lb_scope_end(const char* name) {
   const uint32_t id = ScopeId(name);
   if (id == 0) return;
   const uint64_t tsc = __rdtsc();
-  RecordAt(r, true, ScopeKey(id), tsc);
+  RecordReading(r, true, ScopeKey(id), tsc);
   uint32_t d = r->scope_depth.load(std::memory_order_relaxed);
   if (d == 0) return;
   --d;

@@ -83,7 +83,7 @@ RingWindow SnapshotRingInto(const Ring& r, uint64_t* dst) {
   // publications holds a complete sync, so it decodes on its own. A writer
   // that overran more than that during the copy (a long preemption of the
   // copying thread, a tiny ring) gets the copy retried a few times.
-  const uint64_t decodable = format::SyncInterval(r.capacity) + 2 * kMaxSlotsPerPublish;
+  const uint64_t decodable = format::SyncInterval(r.capacity) + format::kMaxClockGroup + 2 * kMaxSlotsPerPublish;
   RingWindow w{};
   for (int i = 0; i < 4; ++i) {
     bool overrun = false;
@@ -625,6 +625,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   ph.prepare_ns = t_prepared - t_begin;
 
   uint64_t snapshot_begin = 0, snapshot_end = 0;
+  bool any_fast_clock = false;  // then the header asks for a reader that knows fast-clock bounds
   for (size_t b = 0; b < threads.size() && file.error() == 0;) {
     // The batch: threads [b, e), whose rooms fit the image (all, normally).
     size_t e = b;
@@ -647,6 +648,9 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       t.count = w.count;
       t.lost = w.first;
       t.snap_tsc = __rdtsc();
+      // A fast-clock ring of the dumping thread itself ends where it stopped
+      // recording: its last untimed records are bounded there.
+      if (r.fast_mask != 0 && PausedAt(&r) != 0) t.snap_tsc = PausedAt(&r);
       if (r.samples != nullptr) t.samples_lost = SnapshotSamples(*r.samples, &t.samples, &t.states);
       ph.snapshot_bytes += t.count * 8 + (t.samples.size() + t.states.size()) * 8;
       room += t.room;
@@ -683,6 +687,10 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       if (!t.exited) flags |= format::kThreadTracing;
       if (r.tid == rt.pid) flags |= format::kThreadMain;
       if (trimmed) flags |= format::kThreadTrimmed;
+      if (r.fast_mask != 0) {
+        flags |= format::kThreadFastClock;
+        any_fast_clock = true;
+      }
       std::string p;
       PutU32(&p, r.tid);
       PutU32(&p, flags);
@@ -763,7 +771,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   std::string h;
   h.append(format::kMagic, 8);
   format::PutU16(&h, format::kDumpVersion);
-  format::PutU16(&h, format::kMinReaderVersion);
+  format::PutU16(&h, any_fast_clock ? format::kMinReaderVersionFastClock : format::kMinReaderVersion);
   PutU32(&h, format::kFileHeaderSize);
   PutU64(&h, format::kFeatureX86Tsc);
   PutU32(&h, sections);

@@ -18,7 +18,8 @@
 //
 // Concurrency contract (see FORMAT.md, "Snapshots"):
 //   - the owner thread is the only writer of slots[] and of pos, next_sync,
-//     epoch, base[] and victim; it publishes records by storing pos with release
+//     epoch, base[], last_tsc and victim (and the kernel clears *on_cpu);
+//     it publishes records by storing pos with release
 //     semantics after the slot stores, and issues a release fence before the
 //     first slot store of each publication;
 //   - the control thread copies slots with relaxed loads, then an acquire
@@ -52,6 +53,9 @@ inline constexpr uint32_t kMaxWatchedScopes = 8;
 // a ring the program would misread (lb_pass_record_slow).
 inline constexpr uint32_t kRingAbi = LOOKBACK_RING_ABI;
 inline constexpr uint32_t kNoBase = ~uint32_t{0};  // an empty base slot: no valid key has this base
+// lb_ring_slow's `tsc` when the caller did not read the clock (a fast ring's
+// untimed record): the slow path reads it. No TSC reads 0 after boot.
+inline constexpr uint64_t kReadTscInSlowPath = 0;
 
 struct alignas(64) Ring {
   // ---- cache line 0: the hot path reads all of it, the owner writes it ----
@@ -65,9 +69,35 @@ struct alignas(64) Ring {
   uint64_t* slots;     // capacity slots; immutable
   uint32_t base[format::kBaseSlots];  // key >> 32 announced in each base slot (kNoBase: empty)
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
-  uint32_t victim;     // slow path only: the slot the next new base replaces (round robin)
-  uint32_t abi;        // kRingAbi of the runtime that set this ring up (for debuggers and dumps)
+  // Reading schedule: 0, a TSC reading per record (exact rings always; fast
+  // rings while their records are sparse); N - 1 for one reading per N
+  // positions (fast rings while dense, N = fast_mask + 1). Owner only.
+  uint32_t clock_mask;
+  uint32_t last_tsc;   // low 32 bits of the latest TSC reading written (fast mode's untimed records)
 #endif
+  // ---- cache line 1: fast mode's untimed path, then cold metadata (runtime.cc) ----
+  // Fast mode: the calling thread's rseq_cs word (glibc's rseq area). The
+  // runtime stores a descriptor's address there when it takes a reading; the
+  // kernel clears it whenever the thread is descheduled or takes a signal,
+  // so zero here means "not continuously on CPU since the last reading" and
+  // the next record takes a reading (on_cpu.h, FORMAT.md "Fast clock").
+  // Exact rings point at a constant non-zero word; immutable.
+  const volatile uint64_t* on_cpu = nullptr;
+  // Fast mode: a group of records that took longer than this (ticks) since
+  // the last reading is sparse: the ring reads the TSC at every record until
+  // a group is dense again, since a reading then costs little next to the
+  // time between records and leaves no long untimed stretch. Immutable.
+  uint32_t sparse_ticks = 0;
+  uint32_t fast_mask = 0;  // immutable: the configured group size - 1 (0: an exact ring)
+  uint32_t victim = 0;     // slow path only: the slot the next new base replaces (round robin)
+  uint32_t abi = 0;        // kRingAbi of the runtime that set this ring up (for debuggers and dumps)
+  // Slow path only (owner): the sync schedule (next_sync may come earlier,
+  // to look at a fast ring's density), where the density measurement began,
+  // and CLOCK_MONOTONIC and thread CPU time when on_cpu was last armed.
+  uint64_t sync_at = 0;
+  uint64_t adapt_pos = 0, adapt_tsc = 0;
+  uint64_t armed_mono_ns = 0;
+  uint64_t armed_cpu_ns = 0;
   // ---- cache line 1+: cold metadata, see runtime.cc ----
   uint64_t capacity = 0;
   uint64_t map_bytes = 0;  // size of the mapping holding header and slots
@@ -103,7 +133,7 @@ struct alignas(64) Ring {
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
 static_assert(__builtin_offsetof(Ring, pos) == 0 && __builtin_offsetof(Ring, slots) == 32 &&
               __builtin_offsetof(Ring, base) == 40);
-static_assert(__builtin_offsetof(Ring, capacity) == 64, "hot fields fill exactly one cache line");
+static_assert(__builtin_offsetof(Ring, on_cpu) == 64, "hot fields fill exactly one cache line");
 #endif
 
 enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
@@ -112,7 +142,7 @@ enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
 extern "C" {
 // The calling thread's ring (see the state machine above).
-// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi2.
+// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi3.
 extern __thread lookback::rt::Ring* lb_tls_ring __asm__(LOOKBACK_RING_TLS_SYMBOL)
     __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).
@@ -137,36 +167,94 @@ LOOKBACK_HOT bool IsSentinel(const Ring* r) { return r != nullptr && r->slots ==
 
 LOOKBACK_HOT uint64_t LoadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
-// Record one event at a given timestamp. Separate from Record() so tests can
-// drive the encoder with a fake clock; the real hooks pass __rdtsc().
-// `call_site` (the caller's return address, 0 if unknown) only reaches the
-// slow path, which records it after a non-local exit (see kUnwindTo).
+// Record one event at a given timestamp (a reading, in either clock mode).
+// Separate from Record() so tests can drive the encoder with a fake clock,
+// and so that scopes, whose begin and end the detectors time, always carry
+// their own reading. `call_site` (the caller's return address, 0 if unknown)
+// only reaches the slow path, which records it after a non-local exit (see
+// kUnwindTo).
 //
 // The key's base is looked up in the four slots without a branch (the last
 // match wins; slots never hold the same base twice), so calls that alternate
 // between regions cost what calls within one region cost. A key of 2^56 or
 // more can match no slot and goes to the slow path, which drops it.
+LOOKBACK_HOT uint64_t SlotOf(const Ring* r, uint64_t hi) {
+  uint64_t s = hi == r->base[1] ? 1 : 0;
+  s = hi == r->base[2] ? 2 : s;
+  return hi == r->base[3] ? 3 : s;
+}
+
+LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) {
+  std::atomic_thread_fence(std::memory_order_release);
+  __atomic_store_n(&r->slots[pos & r->mask], record, __ATOMIC_RELAXED);
+  __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
+}
+
 LOOKBACK_HOT void RecordAt(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site = 0) {
   const uint64_t pos = LoadRelaxed(&r->pos);
   const uint64_t hi = key >> 32;
-  uint64_t s = hi == r->base[1] ? 1 : 0;
-  s = hi == r->base[2] ? 2 : s;
-  s = hi == r->base[3] ? 3 : s;
+  const uint64_t s = SlotOf(r, hi);
   const uint64_t changed = ((tsc >> format::kTscLowBits) ^ r->epoch) | (hi ^ r->base[s]) | (hi >> format::kKeyBaseBits);
   if (__builtin_expect((changed != 0) | (pos == r->next_sync), 0)) {
     lb_ring_slow(r, exit, key, tsc, call_site);
     return;
   }
-  std::atomic_thread_fence(std::memory_order_release);
-  __atomic_store_n(&r->slots[pos & r->mask], format::MakeEvent(exit, static_cast<unsigned>(s), tsc, key),
-                   __ATOMIC_RELAXED);
-  __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
+#ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
+  r->last_tsc = static_cast<uint32_t>(tsc);
+#endif
+  Publish(r, pos, format::MakeEvent(exit, static_cast<unsigned>(s), tsc, key));
+}
+
+// A reading at `tsc`, in either clock mode. In fast mode a thread that was
+// descheduled since its last reading goes to the slow path, which accounts
+// the time off CPU (kOffCpu) before this reading and re-arms on_cpu: no
+// reading may pass a deschedule unaccounted, or the OFFCPU written later
+// would be applied to records that came after it. Scopes use this too.
+//
+// A dense fast ring whose group took longer than sparse_ticks goes to the
+// slow path too, which switches it to a reading per record.
+LOOKBACK_HOT void RecordReading(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site = 0) {
+#ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
+  if (__builtin_expect(r->clock_mask != 0, 0) &&
+      ((*r->on_cpu == 0) | (static_cast<uint32_t>(tsc) - r->last_tsc > r->sparse_ticks))) {
+    lb_ring_slow(r, exit, key, tsc, call_site);
+    return;
+  }
+#endif
+  RecordAt(r, exit, key, tsc, call_site);
+}
+
+// Record one event now. Exact mode (clock_mask 0) reads the TSC every time.
+// Fast mode reads it at one position in clock_mask + 1 and when the thread
+// was descheduled since the last reading (on_cpu cleared by the kernel);
+// every other record repeats the last reading, which is then a lower bound
+// of its time, and the next reading an upper bound. Only the key's base is
+// checked on an untimed record: the epoch cannot have changed since the
+// reading, and while a ring is dense its next_sync falls on a reading
+// position (the slow path aligns it), so a sync is always met there; code
+// that wants the next record on the slow path clears *on_cpu as well.
+LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site = 0) {
+#ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
+  const uint64_t pos = LoadRelaxed(&r->pos);
+  if (__builtin_expect((pos & r->clock_mask) != 0, 0)) {
+    const uint64_t hi = key >> 32;
+    const uint64_t s = SlotOf(r, hi);
+    if (__builtin_expect(((hi ^ r->base[s]) | (hi >> format::kKeyBaseBits)) != 0, 0) ||
+        __builtin_expect(*r->on_cpu == 0, 0)) {
+      lb_ring_slow(r, exit, key, kReadTscInSlowPath, call_site);  // one rdtsc per trace point inlined, not two
+      return;
+    }
+    Publish(r, pos, format::MakeEvent(exit, static_cast<unsigned>(s), r->last_tsc, key));
+    return;
+  }
+#endif
+  RecordReading(r, exit, key, __rdtsc(), call_site);
 }
 
 LOOKBACK_HOT void Record(bool exit, uint64_t key, uint64_t call_site = 0) {
   Ring* r = lb_tls_ring;
   if (__builtin_expect(r == nullptr, 0)) return;
-  RecordAt(r, exit, key, __rdtsc(), call_site);
+  RecordNow(r, exit, key, call_site);
 }
 
 }  // namespace lookback::rt

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <new>
 
 #include "lookback/lookback.h"
+#include "runtime/on_cpu.h"
 #include "runtime/sampler.h"
 
 using lookback::rt::Ring;
@@ -30,6 +32,16 @@ Ring lb_sentinel_ring;  // pos == next_sync == 0: every use takes the slow path
 
 namespace lookback::rt {
 namespace {
+
+// OFFCPU accounting (lb_ring_slow): the monotonic clock must be read within
+// this many ticks of the TSC (about 50 us at 2-4 GHz) to be trusted, and the
+// time off CPU written is what was measured less this slack, which covers
+// the gap between the two readings and the CPU clock's accounting.
+constexpr uint64_t kOffCpuReadWindowTicks = 1u << 17;
+constexpr uint64_t kOffCpuSlackNs = 10000;
+// Fast clock: records further apart than this on average (about 1-2 us at
+// 2-4 GHz) are sparse, and a reading each costs under 1 % of their time.
+constexpr uint32_t kSparseTicksPerRecord = 4096;
 
 // Why the calling thread has no ring (only read when lb_tls_ring is not a ring).
 enum ThreadStatus : uint8_t {
@@ -45,6 +57,9 @@ enum ThreadStatus : uint8_t {
 
 __thread uint8_t tls_status __attribute__((tls_model("initial-exec"))) = kStatusNew;
 __thread Ring* tls_own_ring __attribute__((tls_model("initial-exec"))) = nullptr;  // even while disabled
+// DumpOnThisThread: the ring this thread stopped recording into, and when (PausedAt).
+__thread Ring* tls_paused_ring __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint64_t tls_paused_tsc __attribute__((tls_model("initial-exec"))) = 0;
 // Set by a non-local exit (caught exception, longjmp); the next entry records its call site.
 __thread bool tls_unwind_pending __attribute__((tls_model("initial-exec"))) = false;
 // lb_thread_enable() was called: trace this thread even with LOOKBACK_ENABLED=0.
@@ -70,6 +85,70 @@ bool NameSelected(const Config& c, const char* name) {
 }
 
 void OnThreadExit(void* arg);
+
+uint64_t ClockNs(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Arms the thread's on-CPU word and notes the clocks its next OFFCPU record
+// is measured from. Arming comes first: a deschedule between the two then
+// only makes the measured time off CPU smaller, never larger.
+void ArmAndNote(Ring* r) {
+  ArmOnCpu(r->on_cpu);
+  r->armed_mono_ns = ClockNs(CLOCK_MONOTONIC);
+  r->armed_cpu_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+}
+
+// A dense fast ring's untimed records do not look at next_sync; clearing the
+// on-CPU word (as the kernel would) sends the next one to the slow path too.
+void ForceSlowPath(Ring* r) {
+  if (r->fast_mask != 0) __atomic_store_n(const_cast<uint64_t*>(r->on_cpu), 0, __ATOMIC_RELAXED);
+}
+
+// Fast clock for this thread's ring, if the kernel can tell us when the
+// thread leaves the CPU (on_cpu.h); without that a thread blocked in an
+// untimed stretch would smear its records over the block, so it stays exact.
+//
+// The ring starts sparse (a reading per record) and turns dense after a
+// group of records came faster than kSparseTicksPerRecord each.
+void StartFastClock(Ring* r, uint32_t group) {
+  const OnCpuWatch w = ThisThreadOnCpuWatch();
+  if (w.word == nullptr) {
+    SayOnce("LOOKBACK_CLOCK=fast needs the kernel's rseq area (glibc 2.35+, rseq not disabled): tracing with the exact clock");
+    return;
+  }
+  r->on_cpu = w.word;
+  r->fast_mask = group - 1;
+  r->sparse_ticks = group * kSparseTicksPerRecord;
+  r->clock_mask = 0;
+}
+
+// Fast rings, on every slow path (which has a fresh reading at `tsc` and
+// has written records up to `pos`): dense -> sparse when the time since the
+// last reading says the records are far apart; sparse -> dense when the last
+// group came quickly. While sparse, next_sync brings the slow path back
+// after a group to look again.
+void AdaptClock(Ring* r, uint64_t pos, uint64_t tsc, uint32_t since_reading) {
+  const uint64_t group = uint64_t{r->fast_mask} + 1;
+  if (r->clock_mask != 0) {
+    if (since_reading <= r->sparse_ticks) return;
+    r->clock_mask = 0;
+  } else if (pos - r->adapt_pos >= group) {
+    if (tsc - r->adapt_tsc < (pos - r->adapt_pos) * kSparseTicksPerRecord / 2) {  // hysteresis: twice as dense
+      r->clock_mask = r->fast_mask;
+      ArmAndNote(r);  // off-CPU time while sparse needs no accounting
+      return;
+    }
+  } else {
+    r->next_sync = std::min(r->next_sync, r->adapt_pos + group);
+    return;
+  }
+  r->adapt_pos = pos;
+  r->adapt_tsc = tsc;
+  r->next_sync = std::min(r->next_sync, pos + group);
+}
 
 // Maps header + slots so that the slots start on a 2 MiB boundary and asks
 // for transparent huge pages: a fresh ring's first lap otherwise takes one
@@ -110,10 +189,14 @@ Ring* AllocateRing(Runtime& rt) {
   Ring* r = new (mem) Ring;
   r->pos = 0;
   r->next_sync = 0;  // the first record is a sync: EPOCH and FN_BASE
+  r->sync_at = 0;
   r->epoch = ~uint64_t{0};
   for (uint32_t& b : r->base) b = kNoBase;
   r->victim = 0;
   r->abi = kRingAbi;
+  r->clock_mask = 0;
+  r->last_tsc = 0;
+  r->on_cpu = &kAlwaysOnCpu;
   r->mask = capacity - 1;
   r->slots = reinterpret_cast<uint64_t*>(static_cast<char*>(mem) + header);
   r->capacity = capacity;
@@ -164,6 +247,7 @@ Ring* ThreadInit() {
     r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     memcpy(r->given_name, tls_given_name, sizeof r->given_name);
     r->start_tsc = __rdtsc();
+    if (rt.config.clock_group > 1) StartFastClock(r, rt.config.clock_group);
     r->state.store(kRingLive, std::memory_order_relaxed);
     StartThreadSampling(r);  // before Register publishes r->samples
   }
@@ -239,7 +323,10 @@ void AtForkChild() {
 DumpOutcome DumpOnThisThread(const Trigger& trigger) {
   Ring* saved = lb_tls_ring;
   lb_tls_ring = nullptr;
+  tls_paused_ring = saved;
+  tls_paused_tsc = __rdtsc();
   DumpOutcome out = WriteDump(trigger);
+  tls_paused_ring = nullptr;
   lb_tls_ring = saved;
   return out;
 }
@@ -305,6 +392,8 @@ void Initialise() {
 }
 
 }  // namespace
+
+uint64_t PausedAt(const Ring* r) { return r != nullptr && r == tls_paused_ring ? tls_paused_tsc : 0; }
 
 Runtime& R() { return *std::launder(reinterpret_cast<Runtime*>(g_runtime_storage)); }
 std::mutex& ControlMutex() { return *std::launder(reinterpret_cast<std::mutex*>(g_mutex_storage)); }
@@ -392,7 +481,10 @@ void ResumeTracing() {
   uint64_t pos = LoadRelaxed(&r->pos);
   std::atomic_thread_fence(std::memory_order_release);
   __atomic_store_n(&r->slots[pos++ & r->mask], format::MakeControl(format::ControlKind::kResume, 0), __ATOMIC_RELAXED);
-  if (pos >= r->next_sync) r->next_sync = pos;  // keep the periodic sync reachable
+  // Keep the periodic sync reachable; a fast-clock ring also takes a reading
+  // at once (its last one is from before the gap).
+  if (pos >= r->next_sync || r->fast_mask != 0) r->next_sync = pos;
+  ForceSlowPath(r);
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   tls_status = kStatusTracing;
   lb_tls_ring = r;
@@ -426,6 +518,7 @@ void NoteNonLocalExit() {
   if (r == nullptr || IsSentinel(r)) return;
   tls_unwind_pending = true;
   r->next_sync = LoadRelaxed(&r->pos);  // the next trace point takes the slow path
+  ForceSlowPath(r);
 }
 
 void ReselectByName(const char* name) {
@@ -580,11 +673,38 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
     errno = saved_errno;
     return;
   }
+  if (tsc == kReadTscInSlowPath) tsc = __rdtsc();
+  // Fast clock: a thread that left the CPU since its last reading says for
+  // how long (OFFCPU), measured from when on_cpu was armed: all of that time
+  // came after every record since the last reading, so the decoder can bound
+  // them tightly (FORMAT.md, "Fast clock"). The reading is retaken after
+  // arming so the clocks and the TSC are read together.
+  uint64_t off_cpu_ns = 0;
+  bool off_cpu = false;
+  if (r->clock_mask != 0 && *r->on_cpu == 0) {
+    const uint64_t mono0 = r->armed_mono_ns, cpu0 = r->armed_cpu_ns;
+    ArmOnCpu(r->on_cpu);
+    tsc = __rdtsc();
+    const uint64_t mono = ClockNs(CLOCK_MONOTONIC);
+    const uint64_t tsc_after = __rdtsc();
+    const uint64_t cpu = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+    r->armed_mono_ns = mono;
+    r->armed_cpu_ns = cpu;
+    // Never armed with the clocks noted, or descheduled between the TSC and
+    // the monotonic reading (the time measured would include time after this
+    // record): claim nothing.
+    if (mono0 != 0 && tsc_after - tsc < kOffCpuReadWindowTicks && mono > mono0 && cpu >= cpu0) {
+      const uint64_t wall = mono - mono0, on = cpu - cpu0;
+      off_cpu = wall > on + kOffCpuSlackNs;
+      if (off_cpu) off_cpu_ns = wall - on - kOffCpuSlackNs;
+    }
+  }
+  const uint32_t since_reading = static_cast<uint32_t>(tsc) - r->last_tsc;  // before last_tsc moves
   uint64_t pos = LoadRelaxed(&r->pos);
   // A sync re-announces the epoch and every base slot in use, so that any
   // window holding one decodes (FORMAT.md, "The bound"). It is due when the
-  // fast path met next_sync, or when this publication would step over it.
-  const bool sync = pos + kMaxSlotsPerPublish >= r->next_sync;
+  // schedule says so, or when this publication would step over it.
+  const bool sync = pos + kMaxSlotsPerPublish >= r->sync_at;
   const uint64_t epoch = tsc >> format::kTscLowBits;
   const uint32_t base = static_cast<uint32_t>(key >> 32);
   std::atomic_thread_fence(std::memory_order_release);
@@ -621,8 +741,17 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
     if (!exit && call_site != 0) put(format::MakeControl(format::ControlKind::kUnwindTo, call_site));
     tls_unwind_pending = false;
   }
+  if (off_cpu) put(format::MakeOffCpu(off_cpu_ns));
+  r->last_tsc = static_cast<uint32_t>(tsc);
   put(format::MakeEvent(exit, slot, tsc, key));
-  if (sync) r->next_sync = pos + format::SyncInterval(r->capacity);
+  if (sync) r->sync_at = pos + format::SyncInterval(r->capacity);
+  r->next_sync = r->sync_at;
+  if (r->fast_mask != 0) {
+    AdaptClock(r, pos, tsc, since_reading);
+    // Dense: untimed records do not look at next_sync, so it must fall on a
+    // reading position (the sync then comes at most a group late).
+    if (r->clock_mask != 0) r->next_sync = (r->next_sync + r->clock_mask) & ~uint64_t{r->clock_mask};
+  }
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   errno = saved_errno;
 }

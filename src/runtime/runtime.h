@@ -96,6 +96,12 @@ struct Trigger;
 DumpOutcome WriteDumpLocked(const Trigger& trigger) __attribute__((no_instrument_function));
 // Takes the mutex, writes, reports a failure on stderr once per message.
 DumpOutcome WriteDump(const Trigger& trigger) __attribute__((no_instrument_function));
+// When the calling thread paused its own ring `r` to write a dump (at exit,
+// lb_dump_sync), the TSC at which it stopped recording; else 0. Nothing is
+// written to that ring after it, so the dump may end the ring's window there
+// (a fast-clock ring's last untimed records are then bounded by it, not by
+// the end of the dump's preparation).
+uint64_t PausedAt(const Ring* r);
 // The memory a dump is assembled in is kept for the next dump while dumps
 // keep coming. Releases it once idle long enough; returns the CLOCK_MONOTONIC
 // time at which to call again (0: nothing kept). Caller holds ControlMutex().

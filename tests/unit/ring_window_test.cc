@@ -6,8 +6,12 @@
 // snapshot (SnapshotRing), decoded by the reader's decoder (DecodeRecords).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <unistd.h>
+#include <x86intrin.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -213,6 +217,207 @@ TEST(RingWindowOffsets, AlternatingRegionsWriteOneRecordPerEvent) {
   // records, and the first announcement of each region.
   EXPECT_LE(o.ring_records - 5 * capacity, (o.ring_records / format::kMaxSyncInterval + 1) * 3 + 2);
   EXPECT_GT(o.decoded, o.window_records * 99 / 100);
+}
+
+}  // namespace
+}  // namespace lookback::testing
+
+namespace lookback::testing {
+namespace {
+
+// ---- fast clock (FORMAT.md, "Fast clock") ------------------------------------
+
+// A fast-clock ring as the runtime sets one up, dense from the start, whose
+// on-CPU word the test clears by hand where the kernel would.
+struct FastRing {
+  TestRing ring{64 << 10};
+  uint64_t on_cpu = 1;
+  explicit FastRing(uint32_t group = 8) {
+    rt::Ring* r = ring.get();
+    r->on_cpu = &on_cpu;
+    r->fast_mask = group - 1;
+    r->clock_mask = group - 1;
+    r->sparse_ticks = ~uint32_t{0};  // stays dense whatever the gaps
+  }
+  std::vector<uint64_t> Records() const {
+    const rt::Ring* r = const_cast<TestRing&>(ring).get();
+    return std::vector<uint64_t>(r->slots, r->slots + r->pos);
+  }
+};
+
+model::ClockMode Fast(uint64_t end_tsc, double ticks_per_ns = 0) {
+  model::ClockMode m;
+  m.fast = true;
+  m.ticks_per_ns = ticks_per_ns;
+  m.end_tsc = end_tsc;
+  m.writer_records = true;
+  return m;
+}
+
+std::vector<model::Event> DecodeAll(const std::vector<uint64_t>& recs, const model::ClockMode& mode,
+                                    model::DecodeStats* st = nullptr) {
+  std::vector<model::Event> out;
+  const model::DecodeStats s = model::DecodeRecords(recs.size(), format::kLayout, mode, [&](uint64_t i) { return recs[i]; },
+                                                    [&](const model::Event& e) { out.push_back(e); });
+  if (st != nullptr) *st = s;
+  return out;
+}
+
+TEST(FastClockWriter, ReadsTheClockOncePerGroupAndRepeatsTheReadingBetween) {
+  FastRing f;
+  for (int i = 0; i < 64; ++i) rt::RecordNow(f.ring.get(), i & 1, 0x55d0c0de0000ull + 16 * (i % 5));
+  model::DecodeStats st;
+  const auto events = DecodeAll(f.Records(), Fast(__rdtsc()), &st);
+  ASSERT_EQ(events.size(), 64u);
+  std::set<uint64_t> readings;
+  for (const auto& e : events) readings.insert(e.lo);
+  // The first record (a sync, on the slow path) and one per group of 8
+  // positions; the sync's control records shift the groups by one.
+  EXPECT_LE(readings.size(), 64u / 8 + 2);
+  EXPECT_GE(readings.size(), 64u / 8);
+  EXPECT_GE(st.untimed, 64u - readings.size() - 1);
+}
+
+TEST(FastClockWriter, ADescheduleForcesAReadingThatSaysHowLongTheThreadWasOffCpu) {
+  FastRing f;
+  const uint64_t key = 0x55d0c0de0000ull;
+  // A first forced reading notes the clocks the next one is measured from
+  // (the runtime does this when a ring turns dense).
+  rt::RecordNow(f.ring.get(), false, key);
+  f.on_cpu = 0;
+  rt::RecordNow(f.ring.get(), true, key);
+  for (int i = 0; i < 19; ++i) rt::RecordNow(f.ring.get(), i & 1, key);  // ends mid-group
+  const uint64_t before = f.ring.get()->pos;
+  f.on_cpu = 0;  // what the kernel does when the thread is descheduled
+  usleep(30000);
+  rt::RecordNow(f.ring.get(), true, key);
+  EXPECT_NE(f.on_cpu, 0u) << "re-armed";
+  const auto recs = f.Records();
+  ASSERT_GE(recs.size(), before + 2);
+  const uint64_t off = recs[recs.size() - 2];
+  ASSERT_FALSE(format::IsEvent(off));
+  ASSERT_EQ(format::ControlKindOf(off), static_cast<uint8_t>(format::ControlKind::kOffCpu));
+  // usleep's 30 ms were off CPU; the slack and the clocks' granularity keep
+  // the claim below the truth, never above.
+  EXPECT_GE(format::ControlPayload(off), 20'000'000u);
+  EXPECT_LE(format::ControlPayload(off), 1'000'000'000u);  // a loaded machine may oversleep, not by seconds
+  for (size_t i = 0; i + 2 < recs.size(); ++i) {
+    EXPECT_FALSE(!format::IsEvent(recs[i]) && format::ControlKindOf(recs[i]) == 5) << "only one OFFCPU: the first "
+                                                                                       "forced reading had no baseline";
+  }
+  const auto events = DecodeAll(recs, Fast(__rdtsc(), 2.0));
+  ASSERT_EQ(events.size(), 22u);
+  EXPECT_EQ(events.back().lo, events.back().hi) << "the forced record is a reading";
+  EXPECT_GT(events.back().lo, events[events.size() - 2].lo);
+}
+
+// Synthetic rings: EPOCH 0 and one base, then events at chosen TSCs.
+std::vector<uint64_t> Synthetic(std::initializer_list<std::pair<uint64_t, int>> events) {
+  std::vector<uint64_t> recs = {format::MakeEpoch(0, 0), format::MakeFnBase(0, 0x55d0, 0, false, 1)};
+  for (const auto& [tsc, what] : events) {
+    if (what == 2) {
+      recs.push_back(format::MakeOffCpu(tsc));  // tsc: ns off CPU
+    } else if (what == 3) {
+      recs.push_back(format::MakeControl(format::ControlKind::kResume, 0));
+    } else {
+      recs.push_back(format::MakeEvent(what == 1, 0, tsc, 0x55d0c0de0000ull));
+    }
+  }
+  return recs;
+}
+
+TEST(FastClockDecoder, UntimedEventsLieBetweenTheReadingsAroundThemInOrder) {
+  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {1000, 1}, {1000, 1}, {5000, 0}});
+  const auto ev = DecodeAll(recs, Fast(9000));
+  ASSERT_EQ(ev.size(), 5u);
+  EXPECT_EQ(ev[0].lo, 1000u);
+  EXPECT_EQ(ev[0].hi, 1000u) << "after the announcements: the slow path's reading";
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(ev[i].lo, 1000u);
+    EXPECT_EQ(ev[i].hi, 5000u);
+    EXPECT_GT(ev[i].tsc, ev[i - 1].tsc);
+    EXPECT_LT(ev[i].tsc, 5000u);
+  }
+  EXPECT_EQ(ev[4].lo, 5000u);
+  EXPECT_EQ(ev[4].hi, 5000u);
+  EXPECT_EQ(ev[4].tsc, 5000u);
+}
+
+TEST(FastClockDecoder, AWindowStartingMidGroupBoundsItsFirstEventByTheNextReading) {
+  // A window cut in the middle of a group: its first EVENT follows no
+  // announcement, so whether it was a reading is unknown; the sync after it
+  // (same epoch and base re-announced) makes it decodable.
+  const uint64_t key = 0x55d0c0de0000ull;
+  const std::vector<uint64_t> window = {format::MakeEvent(false, 0, 1000, key), format::MakeEvent(false, 0, 1000, key),
+                                        format::MakeEpoch(0, 0), format::MakeFnBase(0, 0x55d0, 0x55d0, true, 1),
+                                        format::MakeEvent(true, 0, 5000, key)};
+  const auto ev = DecodeAll(window, Fast(9000));
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].lo, 1000u);
+  EXPECT_EQ(ev[0].hi, 5000u) << "the window's first event: its own reading is unknown";
+  EXPECT_EQ(ev[2].lo, 5000u);
+  EXPECT_EQ(ev[2].hi, 5000u);
+}
+
+TEST(FastClockDecoder, TimeOffCpuTightensTheBoundOfTheEventsBeforeIt) {
+  // 1 tick per ns: 100000 ns off CPU before the reading at 200000.
+  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {100000, 2}, {200000, 1}});
+  model::DecodeStats st;
+  const auto ev = DecodeAll(recs, Fast(300000, 1.0), &st);
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[1].hi, 100000u);
+  EXPECT_LE(ev[1].tsc, 100000u);
+  EXPECT_EQ(st.off_cpu, 1u);
+  // Without a calibration the record is not applied: the bound stays wide.
+  const auto wide = DecodeAll(recs, Fast(300000, 0));
+  EXPECT_EQ(wide[1].hi, 200000u);
+}
+
+TEST(FastClockDecoder, EventsAfterTheLastReadingAreBoundedByTheThreadsEnd) {
+  const auto recs = Synthetic({{1000, 0}, {1100, 0}, {1200, 0}, {1200, 1}, {1200, 1}});
+  const auto ev = DecodeAll(recs, Fast(1000000));
+  ASSERT_EQ(ev.size(), 5u);
+  EXPECT_EQ(ev[4].hi, 1000000u);
+  // Placed at the pace of the last stretch (100 ticks per event), not
+  // spread over the whole million ticks up to the snapshot.
+  EXPECT_LT(ev[4].tsc, 2000u);
+}
+
+TEST(FastClockDecoder, MarkersKeepTheirPlaceAmongHeldEvents) {
+  // The EVENT after a RESUME is a reading (the runtime sends it down the slow path).
+  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {1000, 0}, {0, 3}, {1500, 1}, {1500, 1}, {2000, 1}});
+  const auto ev = DecodeAll(recs, Fast(3000));
+  ASSERT_EQ(ev.size(), 7u);
+  EXPECT_EQ(ev[2].hi, 1500u);
+  EXPECT_EQ(ev[3].kind, model::EventKind::kResume);
+  EXPECT_EQ(ev[4].kind, model::EventKind::kExit);
+  EXPECT_EQ(ev[4].hi, 1500u);
+  EXPECT_EQ(ev[5].hi, 2000u);
+}
+
+TEST(FastClockDecoder, ExactRingsKeepExactTimes) {
+  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {5000, 1}});
+  std::vector<model::Event> ev;
+  model::DecodeRecords(recs.size(), format::kLayout, [&](uint64_t i) { return recs[i]; },
+                       [&](const model::Event& e) { ev.push_back(e); });
+  ASSERT_EQ(ev.size(), 3u);
+  for (const auto& e : ev) {
+    EXPECT_EQ(e.lo, e.tsc);
+    EXPECT_EQ(e.hi, e.tsc);
+  }
+}
+
+TEST(FastClockDecoder, ADamagedRingWithoutReadingsIsReleasedInBoundedBatches) {
+  std::vector<uint64_t> recs = {format::MakeEpoch(0, 0), format::MakeFnBase(0, 0x55d0, 0, false, 1)};
+  for (int i = 0; i < 10000; ++i) recs.push_back(format::MakeEvent(i & 1, 0, 777, 0x55d0c0de0000ull));
+  uint64_t seen = 0, widest = 0;
+  model::DecodeRecords(recs.size(), format::kLayout, Fast(5000), [&](uint64_t i) { return recs[i]; },
+                       [&](const model::Event& e) {
+                         ++seen;
+                         widest = std::max(widest, e.hi - e.lo);
+                       });
+  EXPECT_EQ(seen, 10000u);
+  EXPECT_EQ(widest, 5000u - 777u) << "bounded by the thread's end, never claimed exact";
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ LOOKBACK_HOT void FilteredRecord(bool exit, uint64_t key, uint64_t call_site) {
   if (__builtin_expect(r == nullptr, 0)) return;
   const uint64_t* excluded = lookback::rt::ExcludeTable();
   if (__builtin_expect(excluded != nullptr, 0) && lookback::rt::Excluded(excluded, key)) return;
-  lookback::rt::RecordAt(r, exit, key, __rdtsc(), call_site);
+  lookback::rt::RecordNow(r, exit, key, call_site);
 }
 
 }  // namespace

@@ -31,10 +31,10 @@ LOOKBACK_PASS_HOOK void lb_pass_exit(uint64_t key) { lookback::rt::Record(true, 
 
 // ---- check ----
 LOOKBACK_PASS_OUTLINED void lb_pass_enter_on(Ring* r, uint64_t key, uint64_t call_site) {
-  lookback::rt::RecordAt(r, false, key, __rdtsc(), call_site);
+  lookback::rt::RecordNow(r, false, key, call_site);
 }
 
-LOOKBACK_PASS_OUTLINED void lb_pass_exit_on(Ring* r, uint64_t key) { lookback::rt::RecordAt(r, true, key, __rdtsc()); }
+LOOKBACK_PASS_OUTLINED void lb_pass_exit_on(Ring* r, uint64_t key) { lookback::rt::RecordNow(r, true, key); }
 
 // Tracing off is the expected case here: the test falls through and the call
 // is laid out at the end of the function, away from its hot code.

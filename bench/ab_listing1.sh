@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Listing 1 built from two trees (e.g. before and after a change to the hot
+# path), side by side: every variant of both interleaved in each round, ns per
+# trace point against each tree's own uninstrumented build, medians.
+#
+#   bench/ab_listing1.sh A_BUILD B_BUILD [ROUNDS] [VARIANT...]
+#
+# A_BUILD, B_BUILD: build directories of bench/run_listing1.sh (target
+# listing1_bench). VARIANT: BINARY_SUFFIX[:LOOKBACK_CLOCK], default
+# gcc_lookback clang_pass clang_passfull (exact). Work 0, 2 M calls per run.
+set -euo pipefail
+a=$1 b=$2 rounds=${3:-7}
+shift $(( $# < 3 ? $# : 3 ))
+variants=("$@")
+[[ ${#variants[@]} -gt 0 ]] || variants=(gcc_lookback clang_pass clang_passfull)
+calls=2000000
+run() {  # binary clock -> elapsed ns
+  LOOKBACK_QUIET=1 LOOKBACK_CLOCK=${2:-exact} LOOKBACK_DUMP_AT_EXIT=0 "$1" 0 $calls 60000 |
+    sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p'
+}
+declare -A t m
+for ((r = 0; r < rounds; ++r)); do
+  for side in a b; do
+    dir=${!side}
+    for cc in gcc clang; do t[$side,plain_$cc,$r]=$(run "$dir/bench/listing1_${cc}_plain"); done
+    for v in "${variants[@]}"; do
+      t[$side,$v,$r]=$(run "$dir/bench/listing1_${v%%:*}" "$( [[ $v == *:* ]] && echo "${v#*:}" )")
+    done
+  done
+done
+median() { sort -g | awk '{x[NR]=$1} END {print x[int((NR+1)/2)]}'; }
+printf '| variant | A ns/tp | B ns/tp | B / A |\n|---|---:|---:|---:|\n'
+for v in "${variants[@]}"; do
+  cc=${v%%_*}
+  for side in a b; do
+    m[$side]=$(for ((r = 0; r < rounds; ++r)); do
+                 echo "(${t[$side,$v,$r]} - ${t[$side,plain_$cc,$r]}) / ($calls * 20)" | bc -l; done | median)
+  done
+  ratio=$(for ((r = 0; r < rounds; ++r)); do
+            echo "(${t[b,$v,$r]} - ${t[b,plain_$cc,$r]}) / (${t[a,$v,$r]} - ${t[a,plain_$cc,$r]})" | bc -l; done | median)
+  printf '| %s | %.2f | %.2f | %.3f |\n' "$v" "${m[a]}" "${m[b]}" "$ratio"
+done

@@ -673,6 +673,14 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
     errno = saved_errno;
     return;
   }
+  // Nothing this path calls may trace into the ring it is writing: a program
+  // may define (instrumented) a function called from here, such as
+  // clock_gettime, or the copy of a header template (std::min) a Debug runtime
+  // binds to. Its trace points would write at the position this publication
+  // is about to fill, or take a later timestamp before this record's. Those
+  // calls are lookback's, not the program's: with the thread-local off they
+  // record nothing. (ThreadInit keeps it off the same way.)
+  lb_tls_ring = nullptr;
   if (tsc == kReadTscInSlowPath) tsc = __rdtsc();
   // Fast clock: a thread that left the CPU since its last reading says for
   // how long (OFFCPU), measured from when on_cpu was armed: all of that time
@@ -753,6 +761,7 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
     if (r->clock_mask != 0) r->next_sync = (r->next_sync + r->clock_mask) & ~uint64_t{r->clock_mask};
   }
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
+  lb_tls_ring = r;
   errno = saved_errno;
 }
 

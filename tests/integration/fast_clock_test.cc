@@ -51,6 +51,49 @@ std::string RecordWith(const std::string& clock, const std::vector<std::string>&
   return dumps.empty() ? "" : dumps[0];
 }
 
+struct Checked {
+  uint64_t events = 0, untimed = 0;
+};
+
+// Decodes every thread of `dump` and checks it against the program's ground
+// truth `gt`: the calls come out in the program's own order, placed in order,
+// each inside its bound, and every record decodes.
+Checked CheckAgainstGroundTruth(const std::string& dump, const std::string& gt, bool fast) {
+  Checked c;
+  const auto truth = GroundTruth(gt);
+  std::set<uint64_t> keys;
+  for (const auto& [tid, evs] : truth) {
+    for (const auto& e : evs) keys.insert(e.key);
+  }
+  const format::Dump d = MustOpen(dump);
+  // A version-4 reader would take a fast ring's lower bounds for exact times.
+  EXPECT_EQ(d.min_reader, fast ? format::kMinReaderVersionFastClock : format::kMinReaderVersion);
+  for (const auto& t : d.threads) {
+    SCOPED_TRACE("thread " + std::to_string(t.tid));
+    EXPECT_EQ((t.flags & format::kThreadFastClock) != 0, fast);
+    std::vector<TEvent> got;
+    uint64_t last = 0, last_lo = 0;
+    const model::DecodeStats st = model::DecodeThread(d, t, [&](const model::Event& e) {
+      if (e.kind != model::EventKind::kEnter && e.kind != model::EventKind::kExit) return;
+      ++c.events;
+      c.untimed += e.lo != e.hi;
+      EXPECT_LE(e.lo, e.tsc);
+      EXPECT_LE(e.tsc, e.hi);
+      EXPECT_GE(e.tsc, last) << "placed out of order";
+      EXPECT_GE(e.lo, last_lo);
+      last = e.tsc;
+      last_lo = e.lo;
+      if (keys.count(e.key)) got.push_back({e.kind == model::EventKind::kExit, e.key});
+    });
+    EXPECT_EQ(st.undecodable_prefix, 0u);
+    EXPECT_EQ(st.unknown_records, 0u);
+    EXPECT_EQ(st.backwards, 0u);
+    if (!truth.count(t.tid)) continue;
+    EXPECT_EQ(got, truth.at(t.tid)) << "the decoded calls are not the program's own";
+  }
+  return c;
+}
+
 class FastClockRoundTrip : public ::testing::TestWithParam<FastVariant> {};
 
 TEST_P(FastClockRoundTrip, SequenceEqualsGroundTruthAndEveryEventLiesInItsBound) {
@@ -64,44 +107,13 @@ TEST_P(FastClockRoundTrip, SequenceEqualsGroundTruthAndEveryEventLiesInItsBound)
         clock, {Program(v.program), std::to_string(v.threads), v.threads > 1 ? "300" : "600", "42", gt}, v.linked,
         dir + "/dumps-" + clock);
     ASSERT_FALSE(dump.empty());
-    const auto truth = GroundTruth(gt);
-    std::set<uint64_t> keys;
-    for (const auto& [tid, evs] : truth) {
-      for (const auto& e : evs) keys.insert(e.key);
-    }
-    const format::Dump d = MustOpen(dump);
-    // A version-4 reader would take a fast ring's lower bounds for exact times.
-    EXPECT_EQ(d.min_reader, clock == "fast" ? format::kMinReaderVersionFastClock : format::kMinReaderVersion);
-    uint64_t events = 0, untimed = 0;
-    for (const auto& t : d.threads) {
-      SCOPED_TRACE("thread " + std::to_string(t.tid));
-      EXPECT_EQ((t.flags & format::kThreadFastClock) != 0, clock == "fast");
-      std::vector<TEvent> got;
-      uint64_t last = 0, last_lo = 0;
-      const model::DecodeStats st = model::DecodeThread(d, t, [&](const model::Event& e) {
-        if (e.kind != model::EventKind::kEnter && e.kind != model::EventKind::kExit) return;
-        ++events;
-        untimed += e.lo != e.hi;
-        EXPECT_LE(e.lo, e.tsc);
-        EXPECT_LE(e.tsc, e.hi);
-        EXPECT_GE(e.tsc, last) << "placed out of order";
-        EXPECT_GE(e.lo, last_lo);
-        last = e.tsc;
-        last_lo = e.lo;
-        if (keys.count(e.key)) got.push_back({e.kind == model::EventKind::kExit, e.key});
-      });
-      EXPECT_EQ(st.undecodable_prefix, 0u);
-      EXPECT_EQ(st.unknown_records, 0u);
-      EXPECT_EQ(st.backwards, 0u);
-      if (!truth.count(t.tid)) continue;
-      EXPECT_EQ(got, truth.at(t.tid)) << "the decoded calls are not the program's own";
-    }
+    const Checked c = CheckAgainstGroundTruth(dump, gt, clock == "fast");
     if (clock == "exact") {
-      EXPECT_EQ(untimed, 0u);
+      EXPECT_EQ(c.untimed, 0u);
     } else {
       // Dense calls: most records carry no reading of their own (7 in 8 at
       // most); the first calls of each thread, while still sparse, do.
-      EXPECT_GT(untimed, events / 2) << untimed << " of " << events << " events untimed";
+      EXPECT_GT(c.untimed, c.events / 2) << c.untimed << " of " << c.events << " events untimed";
     }
   }
 }
@@ -114,6 +126,43 @@ INSTANTIATE_TEST_SUITE_P(Programs, FastClockRoundTrip,
                                            FastVariant{"roundtrip-pass-full-O2", 4, false},
                                            FastVariant{"roundtrip-pass-O2-linked", 4, true}),
                          FastName);
+
+// The runtime's slow path calls functions the program may define itself
+// (here clock_gettime, instrumented): those calls are lookback's, not the
+// program's, and must neither be traced nor land inside a record the slow
+// path is writing (which tore the sequence when a Debug runtime's std::min
+// bound to the program's instrumented copy).
+class RuntimeCallsIntoTheProgram : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RuntimeCallsIntoTheProgram, AreNotTracedAndTearNoRecordInEitherClock) {
+  const std::string program = GetParam();
+  if (!Built(program)) GTEST_SKIP() << program << " not built (compiler missing)";
+  const std::string dir = FreshDir("interposer-" + program);
+  for (const std::string clock : {"exact", "fast"}) {
+    SCOPED_TRACE(clock);
+    const std::string gt = dir + "/gt-" + clock + ".txt";
+    const std::string dump =
+        RecordWith(clock, {Program(program), "3", "400", "7", gt}, true, dir + "/dumps-" + clock);
+    ASSERT_FALSE(dump.empty());
+    const Checked c = CheckAgainstGroundTruth(dump, gt, clock == "fast");
+    EXPECT_GT(c.events, 3u * 400u * 2u);
+    RunResult ev = RunProgram({Cli(), "events", dump});
+    ASSERT_EQ(ev.exit_code, 0) << ev.err;
+    EXPECT_EQ(ev.out.find("clock_gettime"), std::string::npos) << "the program never calls it itself";
+    if (clock == "fast") {
+      RunResult info = RunProgram({Cli(), "info", dump});
+      // The sleeps were accounted, through the interposed clock_gettime.
+      EXPECT_EQ(info.out.find(" 0 deschedules accounted"), std::string::npos) << info.out;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FrontEnds, RuntimeCallsIntoTheProgram, ::testing::Values("interposer", "interposer-pass"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 // What the blocking program measured itself, in call order.
 std::vector<int64_t> Measured(const std::string& path) {

@@ -1,7 +1,7 @@
 // Fast-clock placement accuracy on one run (issue 18): takes a dump written in
 // exact mode, re-encodes each thread's records as a dense fast-clock ring
 // would hold them (a reading at every Nth ring position and at every record a
-// slow path wrote, the previous reading's TSC elsewhere; no OFFCPU records and
+// slow path wrote, UNTIMED_ENTRY/EXIT records elsewhere; no OFFCPU records and
 // no sparse stretches, so this is the pessimistic case), decodes both, and
 // compares every function's total inclusive time and the events' bounds.
 // Unlike two runs in the two modes, it compares placements of the very same
@@ -78,24 +78,6 @@ int main(int argc, char** argv) {
     }
     std::vector<uint64_t> recs(t.record_count);
     for (uint64_t i = 0; i < t.record_count; ++i) recs[i] = d.Record(t, i);
-    // Re-encode: keep a reading where the writer would take one.
-    uint64_t reading = 0;
-    bool have = false, after_control = false;
-    for (uint64_t i = 0; i < recs.size(); ++i) {
-      const uint64_t r = recs[i];
-      if (!format::IsEvent(r)) {
-        after_control = true;
-        continue;
-      }
-      const bool reads = !have || after_control || (t.first_index + i) % group == 0;
-      after_control = false;
-      if (reads) {
-        reading = format::EventTscLow(r, d.layout());
-        have = true;
-      } else {
-        recs[i] = (r & ~(format::kTscLowMask << 32)) | (reading << 32);
-      }
-    }
     uint64_t first = 0, last = 0;
     std::vector<model::Event> events;  // exact, in order
     model::DecodeThread(d, t, [&](const model::Event& e) {
@@ -105,12 +87,14 @@ int main(int argc, char** argv) {
       exact.On(e);
       events.push_back(e);
     });
-    // Which events keep their reading (as re-encoded above).
+    // Re-encode: keep a reading where the writer would take one (the first
+    // event, a record the slow path wrote after its announcements, every
+    // GROUP-th ring position); every other event becomes UNTIMED_ENTRY/EXIT.
     std::vector<bool> is_reading(events.size());
     for (size_t k = 0; k < events.size(); ++k) {
       const uint64_t i = events[k].index;
-      is_reading[k] = k == 0 || !format::IsEvent(recs[i - 1 < recs.size() ? i - 1 : i]) ||
-                      format::EventTscLow(recs[i], d.layout()) == format::EventTscLow(d.Record(t, i), d.layout());
+      is_reading[k] = k == 0 || (i > 0 && !format::IsEvent(d.Record(t, i - 1))) || (t.first_index + i) % group == 0;
+      if (!is_reading[k]) recs[i] = format::MakeUntimed(events[k].kind == model::EventKind::kExit, events[k].key);
     }
     // Learn per-kind gap weights: gap before event k, for every bracket of
     // readings; 6 rounds of proportional fitting from equal weights.
@@ -151,7 +135,6 @@ int main(int argc, char** argv) {
     whole += last - first;
     model::ClockMode mode = model::ClockModeOf(d, t);
     mode.fast = true;
-    mode.writer_records = true;
     model::DecodeRecords(recs.size(), d.layout(), mode, [&](uint64_t i) { return recs[i]; },
                          [&](const model::Event& e) {
                            if (e.kind != model::EventKind::kEnter && e.kind != model::EventKind::kExit) return;

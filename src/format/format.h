@@ -36,12 +36,12 @@ namespace lookback::format {
 // ("sync"), and each announcement carries what it replaced, so every window of
 // a ring that holds one sync decodes completely (FORMAT.md, "The bound").
 //
-// Fast-clock rings (THREAD flag kThreadFastClock, version 5): the same
-// records, but the writer reads the TSC only for some of them (every Nth
-// position, after the thread was descheduled, and on the slow path) and
-// gives every other EVENT the TSC of the latest reading before it. An
-// EVENT's TSC is then a lower bound, the next larger TSC in the ring an
-// upper bound, and an OFFCPU record before a reading tightens that upper
+// Fast-clock rings (THREAD flag kThreadFastClock, version 5): the writer
+// reads the TSC only for some records (every Nth position, after the thread
+// was descheduled, and on the slow path); those are EVENTs as above, each a
+// reading. Every other entry or exit is an UNTIMED_ENTRY/UNTIMED_EXIT control
+// record carrying the whole key and no time: it lies between the EVENTs
+// around it, and an OFFCPU record before a reading tightens that upper
 // bound by the time the thread spent off CPU (FORMAT.md, "Fast clock").
 // ---------------------------------------------------------------------------
 
@@ -81,8 +81,11 @@ enum class ControlKind : uint8_t {
                  // of the function containing this address were left without an exit.
   kOffCpu = 5,   // version 5, fast-clock rings only: payload = ns the thread spent off CPU since it
                  // was last seen on CPU with a reading (less the measurement slack), written
-                 // before the EVENT of the first reading after it was descheduled. Every EVENT
+                 // before the EVENT of the first reading after it was descheduled. Every event
                  // since the reading before it happened at least this long before that EVENT.
+  kUntimedEntry = 6,  // version 5, fast-clock rings only: payload = the full 56-bit function key.
+  kUntimedExit = 7,   // An entry or exit written without a TSC reading: it happened after the
+                      // latest EVENT before it and before the next EVENT after it.
 };
 
 inline constexpr uint64_t kPayloadMax = (uint64_t{1} << 56) - 1;
@@ -102,6 +105,12 @@ inline constexpr uint64_t MakeEvent(bool exit, unsigned slot, uint64_t tsc, uint
 
 inline constexpr uint64_t MakeControl(ControlKind kind, uint64_t payload) {
   return (uint64_t{static_cast<uint8_t>(kind)} << 56) | (payload & ((uint64_t{1} << 56) - 1));
+}
+
+// An untimed entry or exit (fast clock): the key whole, no timestamp, so the
+// writer needs neither the base slots nor the clock. `key` < kKeyLimit.
+inline constexpr uint64_t MakeUntimed(bool exit, uint64_t key) {
+  return (uint64_t{static_cast<uint8_t>(exit ? ControlKind::kUntimedExit : ControlKind::kUntimedEntry)} << 56) | key;
 }
 
 inline constexpr uint64_t MakeOffCpu(uint64_t ns) {
@@ -136,6 +145,14 @@ inline constexpr unsigned EventSlot(uint64_t r, RecordLayout l = kLayout) {
 inline constexpr uint64_t EventKeyLow(uint64_t r) { return r & kKeyLowMask; }
 inline constexpr uint8_t ControlKindOf(uint64_t r) { return static_cast<uint8_t>((r >> 56) & 0x7f); }
 inline constexpr uint64_t ControlPayload(uint64_t r) { return r & ((uint64_t{1} << 56) - 1); }
+// An untimed entry or exit (kUntimedEntry/kUntimedExit); its key is ControlPayload.
+inline constexpr bool IsUntimed(uint64_t r) {
+  return !IsEvent(r) && (ControlKindOf(r) == static_cast<uint8_t>(ControlKind::kUntimedEntry) ||
+                         ControlKindOf(r) == static_cast<uint8_t>(ControlKind::kUntimedExit));
+}
+inline constexpr bool IsUntimedExit(uint64_t r) {
+  return ControlKindOf(r) == static_cast<uint8_t>(ControlKind::kUntimedExit);
+}
 inline constexpr uint64_t EpochValue(uint64_t r, RecordLayout l = kLayout) {
   return ControlPayload(r) & ((uint64_t{1} << EpochBits(l)) - 1);
 }
@@ -177,6 +194,8 @@ static_assert(FnBasePrevious(MakeFnBase(3, 1, kKeyBaseMask, true, 0xf)) == kKeyB
 static_assert(FnBaseSlot(MakeFnBase(3, 1, 0, false, 0xf)) == 3 && FnBaseInUse(MakeFnBase(0, 1, 0, false, 0xf)) == 0xf);
 static_assert(FnBaseSlot(MakeFnBase(3, 1, 0, false, 0xf), kLayoutV1) == 0);
 static_assert(ControlPayload(MakeOffCpu(~uint64_t{0})) == kPayloadMax && ControlKindOf(MakeOffCpu(1)) == 5);
+static_assert(IsUntimed(MakeUntimed(true, kKeyLimit - 1)) && IsUntimedExit(MakeUntimed(true, 1)) &&
+              !IsUntimedExit(MakeUntimed(false, 1)) && ControlPayload(MakeUntimed(false, kKeyLimit - 1)) == kKeyLimit - 1);
 
 // ---------------------------------------------------------------------------
 // Dump file: a 64-byte header, then sections. Every section is

@@ -52,10 +52,6 @@ struct ClockMode {
   bool fast = false;          // kThreadFastClock: an EVENT's TSC is the latest reading before it
   double ticks_per_ns = 0;    // to apply OFFCPU records (0: ignored, the bounds stay wider)
   uint64_t end_tsc = 0;       // upper bound of the events after the window's last reading
-  // The ring's own records only (not a trimmed window's synthesized
-  // prefix): an EVENT right after a control record of its publication was
-  // written by the slow path, which always reads the clock.
-  bool writer_records = false;
 };
 
 // Fast-clock rings: holds the events written since the latest reading until
@@ -69,17 +65,8 @@ class FastClockPlacer {
   static constexpr size_t kMaxPending = 4096;
   FastClockPlacer(const ClockMode& mode, Sink& sink, DecodeStats& st) : mode_(mode), sink_(sink), st_(st) {}
 
-  // `reading`: known to be a reading (slow path), even if it repeats the TSC.
-  void OnEvent(Event e, bool reading) {
-    if (reading) have_reading_ = true;
-    if (!reading && (!have_reading_ || e.tsc == reading_)) {
-      // Repeats the latest reading (or is the window's first event, whose
-      // own reading is unknown): lies after it, before the next one.
-      have_reading_ = true;
-      reading_ = e.tsc;
-      Hold(e);
-      return;
-    }
+  // An EVENT: a reading, exact.
+  void OnReading(Event e) {
     uint64_t bound = e.tsc;
     if (off_cpu_ns_ != 0) {
       const double ticks = static_cast<double>(off_cpu_ns_) * mode_.ticks_per_ns;
@@ -87,11 +74,24 @@ class FastClockPlacer {
       ++st_.off_cpu;
     }
     off_cpu_ns_ = 0;
-    if (bound > reading_) spacing_ = static_cast<double>(bound - reading_) / static_cast<double>(events_held_ + 1);
+    if (have_reading_ && bound > reading_) {
+      spacing_ = static_cast<double>(bound - reading_) / static_cast<double>(events_held_ + 1);
+    }
     Release(bound);
+    have_reading_ = true;
     reading_ = e.tsc;
     e.lo = e.hi = e.tsc;
     sink_(e);
+  }
+  // An UNTIMED_ENTRY/EXIT: after the latest reading, before the next one.
+  // Before the window's first reading its lower bound is unknown (the ring
+  // wrapped over its reading): such an event is not decodable.
+  // Returns false then.
+  bool OnUntimed(Event e) {
+    if (!have_reading_) return false;
+    e.tsc = reading_;
+    Hold(e);
+    return true;
   }
   // RESUME, UNWIND_TO: keep their place among the held events.
   void OnMarker(const Event& e) {
@@ -161,7 +161,6 @@ DecodeStats DecodeRecords(uint64_t n, format::RecordLayout layout, const ClockMo
   state.Prime(n, get);
   FastClockPlacer<Sink> placer(mode, sink, st);
   uint64_t last_tsc = 0;
-  bool after_control = false;  // the previous record was a slow path's announcement
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t r = get(i);
     if (IsEvent(r)) {
@@ -175,15 +174,13 @@ DecodeStats DecodeRecords(uint64_t n, format::RecordLayout layout, const ClockMo
       ++st.events;
       const Event e{IsExit(r) ? EventKind::kExit : EventKind::kEnter, tsc, key, i, tsc, tsc};
       if (mode.fast) {
-        placer.OnEvent(e, after_control && mode.writer_records);
-        after_control = false;
+        placer.OnReading(e);  // in a fast-clock ring every EVENT is a reading
       } else {
         sink(e);
       }
       continue;
     }
     Event marker{EventKind::kResume, 0, 0, i, 0, 0};
-    after_control = true;  // every kind below is written just before a slow path's EVENT
     switch (static_cast<ControlKind>(ControlKindOf(r))) {
       case ControlKind::kEpoch:
       case ControlKind::kFnBase: state.Apply(r); continue;
@@ -195,10 +192,21 @@ DecodeStats DecodeRecords(uint64_t n, format::RecordLayout layout, const ClockMo
       case ControlKind::kOffCpu:
         if (mode.fast && mode.ticks_per_ns > 0) placer.OnOffCpu(ControlPayload(r));
         continue;
-      default:
-        ++st.unknown_records;
-        after_control = false;
+      case ControlKind::kUntimedEntry:
+      case ControlKind::kUntimedExit: {
+        if (!mode.fast) {
+          ++st.unknown_records;  // only fast-clock rings hold them
+          continue;
+        }
+        const Event e{IsUntimedExit(r) ? EventKind::kExit : EventKind::kEnter, 0, ControlPayload(r), i, 0, 0};
+        if (placer.OnUntimed(e)) {
+          ++st.events;
+        } else {
+          ++st.undecodable_prefix;
+        }
         continue;
+      }
+      default: ++st.unknown_records; continue;
     }
     if (mode.fast) {
       placer.OnMarker(marker);
@@ -220,7 +228,6 @@ inline ClockMode ClockModeOf(const format::Dump& dump, const format::ThreadInfo&
   m.fast = (t.flags & format::kThreadFastClock) != 0;
   if (dump.clock.ns != 0) m.ticks_per_ns = static_cast<double>(dump.clock.ticks) / static_cast<double>(dump.clock.ns);
   m.end_tsc = t.exit_tsc != 0 ? t.exit_tsc : t.snapshot_tsc;
-  m.writer_records = (t.flags & format::kThreadTrimmed) == 0;
   return m;
 }
 

@@ -108,6 +108,7 @@ struct ThreadState {
   bool scanning = false;
   uint64_t scan_pos = 0;
   format::RecordState state;
+  uint64_t reading = 0;  // the latest EVENT's TSC seen by the scanner (0: none yet)
   std::vector<OpenCall> open;
 };
 
@@ -216,6 +217,16 @@ uint64_t InnermostOpen(const Ring& r, uint64_t pos) {
   int depth = 0;
   for (uint64_t i = pos; i > lowest && pos - i < 65536;) {
     const uint64_t rec = __atomic_load_n(&r.slots[--i & r.mask], __ATOMIC_RELAXED);
+    if (format::IsUntimed(rec)) {  // fast clock: the key is whole
+      if (format::IsUntimedExit(rec)) {
+        ++depth;
+      } else if (depth == 0) {
+        return format::ControlPayload(rec);
+      } else {
+        --depth;
+      }
+      continue;
+    }
     if (!format::IsEvent(rec)) {
       if (format::ControlKindOf(rec) == static_cast<uint8_t>(format::ControlKind::kFnBase)) {
         if (!format::FnBasePreviousKnown(rec)) return 0;
@@ -369,13 +380,23 @@ void ScanCalls(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
     st.scanning = true;
     st.scan_pos = oldest;
     st.state = format::RecordState();
+    st.reading = 0;
     st.state.Prime(pos - oldest, [&](uint64_t i) { return __atomic_load_n(&r.slots[(oldest + i) & r.mask], __ATOMIC_RELAXED); });
     st.open.clear();
   }
   const uint64_t from = st.scan_pos;
   for (uint64_t i = from; i < pos; ++i) {
     const uint64_t rec = __atomic_load_n(&r.slots[i & r.mask], __ATOMIC_RELAXED);
-    if (!IsEvent(rec)) {
+    uint64_t tsc = 0, key = 0;
+    bool exit = false;
+    if (IsUntimed(rec)) {
+      // Fast clock: timed by the reading before it (a lower bound, at most a
+      // group of records early; thresholds are milliseconds).
+      if (st.reading == 0) continue;
+      key = ControlPayload(rec);
+      tsc = st.reading;
+      exit = IsUntimedExit(rec);
+    } else if (!IsEvent(rec)) {
       switch (static_cast<ControlKind>(ControlKindOf(rec))) {
         case ControlKind::kEpoch:
         case ControlKind::kFnBase: st.state.Apply(rec); break;
@@ -397,14 +418,16 @@ void ScanCalls(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
         default: break;
       }
       continue;
+    } else {
+      if (!st.state.Decode(rec, &tsc, &key)) continue;
+      st.reading = tsc;
+      exit = IsExit(rec);
     }
-    const uint32_t b = FilterBit(EventKeyLow(rec));
+    const uint32_t b = FilterBit(key & kKeyLowMask);
     if ((d.call_filter[b >> 6] & (uint64_t{1} << (b & 63))) == 0) continue;
-    uint64_t tsc = 0, key = 0;
-    if (!st.state.Decode(rec, &tsc, &key)) continue;
     const auto it = d.calls.find(key);
     if (it == d.calls.end()) continue;
-    if (!IsExit(rec)) {
+    if (!exit) {
       if (st.open.size() < 64) st.open.push_back({key, tsc, false});
       continue;
     }

@@ -393,7 +393,7 @@ uint64_t PackSamples(const ThreadDump& t, const Config& config, uint64_t cutoff,
 // LOOKBACK_WINDOW: drops the records of `records[0, n)` older than `cutoff_tsc`.
 // What is kept must still decode on its own and still say where the thread
 // was, so the window is prefixed with synthesized records: the entries of the
-// frames open at the cut (with their own timestamps, each preceded by the
+// frames open at the cut (with their own timestamps, an untimed entry's lower bound, each preceded by the
 // EPOCH and the slot-0 FN_BASE it needs), then the EPOCH and every base slot
 // in effect at the cut, written over the last of the dropped records. Returns
 // the number of records dropped (0: nothing to trim): the window is then
@@ -407,20 +407,29 @@ uint64_t TrimToWindow(uint64_t* records, uint64_t n, uint64_t cutoff_tsc) {
   RecordState state;
   state.Prime(n, [&](uint64_t i) { return records[i]; });
   size_t cut = n;
+  uint64_t reading = 0;  // fast clock: the latest reading, an untimed event's lower bound (0: none yet)
   for (size_t i = 0; i < n; ++i) {
     const uint64_t rec = records[i];
-    if (!IsEvent(rec)) {
+    uint64_t tsc = 0, key = 0;
+    if (IsUntimed(rec)) {
+      // Cut only at a reading (the window then starts with a timed event);
+      // an open untimed entry is carried over at its lower bound.
+      if (reading == 0) continue;
+      tsc = reading;
+      key = ControlPayload(rec);
+    } else if (!IsEvent(rec)) {
       if (static_cast<ControlKind>(ControlKindOf(rec)) == ControlKind::kResume) open.clear();
       state.Apply(rec);
       continue;
+    } else {
+      if (!state.Decode(rec, &tsc, &key)) continue;  // not decodable: nothing to carry over
+      if (tsc >= cutoff_tsc) {
+        cut = i;
+        break;
+      }
+      reading = tsc;
     }
-    uint64_t tsc = 0, key = 0;
-    if (!state.Decode(rec, &tsc, &key)) continue;  // not decodable: nothing to carry over
-    if (tsc >= cutoff_tsc) {
-      cut = i;
-      break;
-    }
-    if (!IsExit(rec)) {
+    if (!(IsEvent(rec) ? IsExit(rec) : IsUntimedExit(rec))) {
       if (open.size() < 256) open.push_back({key, tsc});
       continue;
     }
@@ -674,6 +683,19 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
         t.count -= dropped;
         first += dropped;
         trimmed = dropped != 0;
+      }
+      if (r.fast_mask != 0 && t.lost > 0 && !trimmed) {
+        // A wrapped fast-clock ring: the untimed records at the window's
+        // start lost the reading before them to the wrap, so nothing bounds
+        // them below; the window starts at the first record that decodes
+        // (at most a group later), so every record in it does.
+        uint64_t skip = 0;
+        while (skip < t.count && format::IsUntimed(t.records[skip])) ++skip;
+        if (skip < t.count) {
+          t.records += skip;
+          t.count -= skip;
+          first += skip;
+        }
       }
       if (t.exited) {
         // The name at exit; its room was planned for the name before the

@@ -73,7 +73,7 @@ struct alignas(64) Ring {
   // rings while their records are sparse); N - 1 for one reading per N
   // positions (fast rings while dense, N = fast_mask + 1). Owner only.
   uint32_t clock_mask;
-  uint32_t last_tsc;   // low 32 bits of the latest TSC reading written (fast mode's untimed records)
+  uint32_t last_tsc;   // low 32 bits of the latest TSC reading written (fast mode's density test)
 #endif
   // ---- cache line 1: fast mode's untimed path, then cold metadata (runtime.cc) ----
   // Fast mode: the calling thread's rseq_cs word (glibc's rseq area). The
@@ -227,24 +227,21 @@ LOOKBACK_HOT void RecordReading(Ring* r, bool exit, uint64_t key, uint64_t tsc, 
 // Record one event now. Exact mode (clock_mask 0) reads the TSC every time.
 // Fast mode reads it at one position in clock_mask + 1 and when the thread
 // was descheduled since the last reading (on_cpu cleared by the kernel);
-// every other record repeats the last reading, which is then a lower bound
-// of its time, and the next reading an upper bound. Only the key's base is
-// checked on an untimed record: the epoch cannot have changed since the
-// reading, and while a ring is dense its next_sync falls on a reading
-// position (the slow path aligns it), so a sync is always met there; code
-// that wants the next record on the slow path clears *on_cpu as well.
+// every other record is an UNTIMED_ENTRY/EXIT holding the whole key and no
+// time (the readings around it bound it), so it needs neither the clock nor
+// the base slots: a constant in the clang pass's inlined code. While a ring
+// is dense its next_sync falls on a reading position (the slow path aligns
+// it), so a sync is always met there; code that wants the next record on the
+// slow path clears *on_cpu as well.
 LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site = 0) {
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
   const uint64_t pos = LoadRelaxed(&r->pos);
   if (__builtin_expect((pos & r->clock_mask) != 0, 0)) {
-    const uint64_t hi = key >> 32;
-    const uint64_t s = SlotOf(r, hi);
-    if (__builtin_expect(((hi ^ r->base[s]) | (hi >> format::kKeyBaseBits)) != 0, 0) ||
-        __builtin_expect(*r->on_cpu == 0, 0)) {
+    if (__builtin_expect(((key >> format::kKeyBits) != 0) | (*r->on_cpu == 0), 0)) {
       lb_ring_slow(r, exit, key, kReadTscInSlowPath, call_site);  // one rdtsc per trace point inlined, not two
       return;
     }
-    Publish(r, pos, format::MakeEvent(exit, static_cast<unsigned>(s), r->last_tsc, key));
+    Publish(r, pos, format::MakeUntimed(exit, key));
     return;
   }
 #endif

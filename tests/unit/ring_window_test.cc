@@ -250,7 +250,6 @@ model::ClockMode Fast(uint64_t end_tsc, double ticks_per_ns = 0) {
   m.fast = true;
   m.ticks_per_ns = ticks_per_ns;
   m.end_tsc = end_tsc;
-  m.writer_records = true;
   return m;
 }
 
@@ -263,7 +262,7 @@ std::vector<model::Event> DecodeAll(const std::vector<uint64_t>& recs, const mod
   return out;
 }
 
-TEST(FastClockWriter, ReadsTheClockOncePerGroupAndRepeatsTheReadingBetween) {
+TEST(FastClockWriter, ReadsTheClockOncePerGroupAndWritesTheOthersUntimed) {
   FastRing f;
   for (int i = 0; i < 64; ++i) rt::RecordNow(f.ring.get(), i & 1, 0x55d0c0de0000ull + 16 * (i % 5));
   model::DecodeStats st;
@@ -276,6 +275,9 @@ TEST(FastClockWriter, ReadsTheClockOncePerGroupAndRepeatsTheReadingBetween) {
   EXPECT_LE(readings.size(), 64u / 8 + 2);
   EXPECT_GE(readings.size(), 64u / 8);
   EXPECT_GE(st.untimed, 64u - readings.size() - 1);
+  uint64_t untimed_records = 0;
+  for (uint64_t r : f.Records()) untimed_records += format::IsUntimed(r);
+  EXPECT_EQ(untimed_records, st.untimed) << "every record without a reading is an UNTIMED_ENTRY/EXIT";
 }
 
 TEST(FastClockWriter, ADescheduleForcesAReadingThatSaysHowLongTheThreadWasOffCpu) {
@@ -311,7 +313,8 @@ TEST(FastClockWriter, ADescheduleForcesAReadingThatSaysHowLongTheThreadWasOffCpu
   EXPECT_GT(events.back().lo, events[events.size() - 2].lo);
 }
 
-// Synthetic rings: EPOCH 0 and one base, then events at chosen TSCs.
+// Synthetic rings: EPOCH 0 and one base, then records: 0/1 an entry/exit
+// read at `tsc`, 2 OFFCPU (`tsc` ns), 3 RESUME, 4/5 an untimed entry/exit.
 std::vector<uint64_t> Synthetic(std::initializer_list<std::pair<uint64_t, int>> events) {
   std::vector<uint64_t> recs = {format::MakeEpoch(0, 0), format::MakeFnBase(0, 0x55d0, 0, false, 1)};
   for (const auto& [tsc, what] : events) {
@@ -319,6 +322,8 @@ std::vector<uint64_t> Synthetic(std::initializer_list<std::pair<uint64_t, int>> 
       recs.push_back(format::MakeOffCpu(tsc));  // tsc: ns off CPU
     } else if (what == 3) {
       recs.push_back(format::MakeControl(format::ControlKind::kResume, 0));
+    } else if (what >= 4) {
+      recs.push_back(format::MakeUntimed(what == 5, 0x55d0c0de0000ull));
     } else {
       recs.push_back(format::MakeEvent(what == 1, 0, tsc, 0x55d0c0de0000ull));
     }
@@ -327,7 +332,7 @@ std::vector<uint64_t> Synthetic(std::initializer_list<std::pair<uint64_t, int>> 
 }
 
 TEST(FastClockDecoder, UntimedEventsLieBetweenTheReadingsAroundThemInOrder) {
-  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {1000, 1}, {1000, 1}, {5000, 0}});
+  const auto recs = Synthetic({{1000, 0}, {0, 4}, {0, 5}, {0, 5}, {5000, 0}});
   const auto ev = DecodeAll(recs, Fast(9000));
   ASSERT_EQ(ev.size(), 5u);
   EXPECT_EQ(ev[0].lo, 1000u);
@@ -343,25 +348,28 @@ TEST(FastClockDecoder, UntimedEventsLieBetweenTheReadingsAroundThemInOrder) {
   EXPECT_EQ(ev[4].tsc, 5000u);
 }
 
-TEST(FastClockDecoder, AWindowStartingMidGroupBoundsItsFirstEventByTheNextReading) {
-  // A window cut in the middle of a group: its first EVENT follows no
-  // announcement, so whether it was a reading is unknown; the sync after it
-  // (same epoch and base re-announced) makes it decodable.
+TEST(FastClockDecoder, UntimedEventsBeforeAWindowsFirstReadingAreNotDecodable) {
+  // A wrapped ring's window cut in the middle of a group: the reading before
+  // its first untimed events was overwritten, so nothing bounds them below.
   const uint64_t key = 0x55d0c0de0000ull;
-  const std::vector<uint64_t> window = {format::MakeEvent(false, 0, 1000, key), format::MakeEvent(false, 0, 1000, key),
+  const std::vector<uint64_t> window = {format::MakeUntimed(false, key), format::MakeUntimed(false, key),
                                         format::MakeEpoch(0, 0), format::MakeFnBase(0, 0x55d0, 0x55d0, true, 1),
-                                        format::MakeEvent(true, 0, 5000, key)};
-  const auto ev = DecodeAll(window, Fast(9000));
+                                        format::MakeEvent(true, 0, 5000, key), format::MakeUntimed(true, key),
+                                        format::MakeEvent(true, 0, 6000, key)};
+  model::DecodeStats st;
+  const auto ev = DecodeAll(window, Fast(9000), &st);
+  EXPECT_EQ(st.undecodable_prefix, 2u);
   ASSERT_EQ(ev.size(), 3u);
-  EXPECT_EQ(ev[0].lo, 1000u);
-  EXPECT_EQ(ev[0].hi, 5000u) << "the window's first event: its own reading is unknown";
-  EXPECT_EQ(ev[2].lo, 5000u);
-  EXPECT_EQ(ev[2].hi, 5000u);
+  EXPECT_EQ(ev[0].lo, 5000u);
+  EXPECT_EQ(ev[0].hi, 5000u);
+  EXPECT_EQ(ev[1].lo, 5000u);
+  EXPECT_EQ(ev[1].hi, 6000u);
+  EXPECT_EQ(ev[1].key, key) << "an untimed record carries its whole key";
 }
 
 TEST(FastClockDecoder, TimeOffCpuTightensTheBoundOfTheEventsBeforeIt) {
   // 1 tick per ns: 100000 ns off CPU before the reading at 200000.
-  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {100000, 2}, {200000, 1}});
+  const auto recs = Synthetic({{1000, 0}, {0, 4}, {100000, 2}, {200000, 1}});
   model::DecodeStats st;
   const auto ev = DecodeAll(recs, Fast(300000, 1.0), &st);
   ASSERT_EQ(ev.size(), 3u);
@@ -374,7 +382,7 @@ TEST(FastClockDecoder, TimeOffCpuTightensTheBoundOfTheEventsBeforeIt) {
 }
 
 TEST(FastClockDecoder, EventsAfterTheLastReadingAreBoundedByTheThreadsEnd) {
-  const auto recs = Synthetic({{1000, 0}, {1100, 0}, {1200, 0}, {1200, 1}, {1200, 1}});
+  const auto recs = Synthetic({{1000, 0}, {1100, 0}, {1200, 0}, {0, 5}, {0, 5}});
   const auto ev = DecodeAll(recs, Fast(1000000));
   ASSERT_EQ(ev.size(), 5u);
   EXPECT_EQ(ev[4].hi, 1000000u);
@@ -385,7 +393,7 @@ TEST(FastClockDecoder, EventsAfterTheLastReadingAreBoundedByTheThreadsEnd) {
 
 TEST(FastClockDecoder, MarkersKeepTheirPlaceAmongHeldEvents) {
   // The EVENT after a RESUME is a reading (the runtime sends it down the slow path).
-  const auto recs = Synthetic({{1000, 0}, {1000, 0}, {1000, 0}, {0, 3}, {1500, 1}, {1500, 1}, {2000, 1}});
+  const auto recs = Synthetic({{1000, 0}, {0, 4}, {0, 4}, {0, 3}, {1500, 1}, {0, 5}, {2000, 1}});
   const auto ev = DecodeAll(recs, Fast(3000));
   ASSERT_EQ(ev.size(), 7u);
   EXPECT_EQ(ev[2].hi, 1500u);
@@ -408,8 +416,9 @@ TEST(FastClockDecoder, ExactRingsKeepExactTimes) {
 }
 
 TEST(FastClockDecoder, ADamagedRingWithoutReadingsIsReleasedInBoundedBatches) {
-  std::vector<uint64_t> recs = {format::MakeEpoch(0, 0), format::MakeFnBase(0, 0x55d0, 0, false, 1)};
-  for (int i = 0; i < 10000; ++i) recs.push_back(format::MakeEvent(i & 1, 0, 777, 0x55d0c0de0000ull));
+  std::vector<uint64_t> recs = {format::MakeEpoch(0, 0), format::MakeFnBase(0, 0x55d0, 0, false, 1),
+                                format::MakeEvent(false, 0, 777, 0x55d0c0de0000ull)};
+  for (int i = 1; i < 10000; ++i) recs.push_back(format::MakeUntimed(i & 1, 0x55d0c0de0000ull));
   uint64_t seen = 0, widest = 0;
   model::DecodeRecords(recs.size(), format::kLayout, Fast(5000), [&](uint64_t i) { return recs[i]; },
                        [&](const model::Event& e) {

@@ -19,17 +19,6 @@ struct AttachOptions {
   int timeout_s = 120;
 };
 
-// Agent_OnAttach's return values (agent.cc, AttachResult).
-std::string AgentResultText(int code) {
-  switch (code) {
-    case 2: return "the agent refused its options";
-    case 3: return "the agent could not load liblookback.so (see the JVM's stderr)";
-    case 4: return "the JVM gave the agent no JVMTI environment or capability it needs (see the JVM's stderr)";
-    case 5: return "lookback is not attached to that JVM";
-    default: return "the agent failed (code " + std::to_string(code) + ")";
-  }
-}
-
 int Run(const AttachOptions& a, const RecordOptions& o) {
   if (int rc = CheckRecorderFlags(o); rc != kExitOk) return rc;
   if (o.sample_alloc) return Fail("--sample-alloc needs the allocator preloaded at start: use lookback record"), kExitUsage;
@@ -71,23 +60,6 @@ Runner SetupAttach(CLI::App* sub) {
   sub->add_option("--timeout", a->timeout_s, "Seconds to wait for the JVM to finish attaching")->capture_default_str();
   AddRecorderFlags(sub, o);
   return [a, o] { return Run(*a, *o); };
-}
-
-Runner SetupDetach(CLI::App* sub) {
-  auto pid = std::make_shared<pid_t>(0);
-  auto timeout = std::make_shared<int>(120);
-  sub->add_option("pid", *pid, "The JVM's process id")->required();
-  sub->add_option("--timeout", *timeout, "Seconds to wait for the JVM")->capture_default_str();
-  return [pid, timeout] {
-    const std::string agent = FindJvmAgent();
-    if (agent.empty()) return Fail("cannot find liblookback-jvm.so next to liblookback.so"), kExitError;
-    const AttachOutcome r = LoadAgent(*pid, agent, "detach", *timeout);
-    if (!r.error.empty()) return Fail(r.error), kExitError;
-    if (r.agent_result != 0) return Fail(AgentResultText(r.agent_result)), kExitError;
-    fprintf(stderr, "lookback: detached from JVM %d: its classes are back to their original code\n",
-            static_cast<int>(*pid));
-    return kExitOk;
-  };
 }
 
 }  // namespace lookback::cli

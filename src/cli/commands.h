@@ -21,7 +21,7 @@ Runner SetupChains(CLI::App* sub);
 Runner SetupDiff(CLI::App* sub);
 Runner SetupMatch(CLI::App* sub);
 Runner SetupSql(CLI::App* sub);
-Runner SetupAttach(CLI::App* sub);  // attach and detach: cmd_attach.cc
+Runner SetupAttach(CLI::App* sub);
 Runner SetupDetach(CLI::App* sub);
 Runner SetupExport(CLI::App* sub);
 

@@ -166,4 +166,14 @@ AttachOutcome LoadAgent(pid_t pid, const std::string& agent, const std::string& 
   return out;
 }
 
+std::string AgentResultText(int code) {
+  switch (code) {
+    case 2: return "the agent refused its options";
+    case 3: return "the agent could not load liblookback.so (see the JVM's stderr)";
+    case 4: return "the JVM gave the agent no JVMTI environment or capability it needs (see the JVM's stderr)";
+    case 5: return "lookback is not attached to that JVM";
+    default: return "the agent failed (code " + std::to_string(code) + ")";
+  }
+}
+
 }  // namespace lookback::cli

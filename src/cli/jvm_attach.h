@@ -18,6 +18,9 @@ struct AttachOutcome {
 // rewrites every loaded class, is part of it).
 AttachOutcome LoadAgent(pid_t pid, const std::string& agent, const std::string& options, int timeout_s);
 
+// What a non-zero value of Agent_OnAttach (agent.cc, AttachResult) means.
+std::string AgentResultText(int code);
+
 // liblookback-jvm.so beside the runtime FindRuntime() finds; "" if missing.
 std::string FindJvmAgent();
 

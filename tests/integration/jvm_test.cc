@@ -587,7 +587,8 @@ TEST(JvmDump, DumpCommandAndDumpSignalWorkOnARunningJvm) {
 TEST(JvmAttach, AttachTracesARunningJvmAndDetachRestoresIt) {
   REQUIRE_JVM();
   const std::string dir = FreshDir("jvm-attach");
-  const Background bg = StartReadingStdout({LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "AttachTarget", dir});
+  const std::string cp = std::string(LOOKBACK_TEST_JAVA_CLASSES) + ":" + LOOKBACK_TEST_JAVA_API;
+  const Background bg = StartReadingStdout({LOOKBACK_TEST_JAVA, "-cp", cp, "AttachTarget", dir});
   ASSERT_GT(bg.pid, 0);
   const pid_t jvm = bg.pid;
   // Whatever fails below, the JVM is told to stop and is waited for.
@@ -627,10 +628,12 @@ TEST(JvmAttach, AttachTracesARunningJvmAndDetachRestoresIt) {
   const RunResult d2 = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "detached"});
   EXPECT_EQ(d2.exit_code, 0) << d2.err;
   std::ofstream(dir + "/stop") << "1";
-  // Nothing else on its stdout: attaching printed nothing into the program's output.
+  // Nothing else on its stdout: attaching printed nothing into the program's
+  // output. lookback.jar's class, initialised before the attach (every call
+  // a no-op then), answers once the agent is attached: a dump, its path.
   char rest[256] = {};
   const size_t n = fread(rest, 1, sizeof rest - 1, f);
-  EXPECT_EQ(std::string(rest, n), "\ndone\n");
+  EXPECT_EQ(std::string(rest, n), "\napi before false/null while true/dump\ndone\n");
   waitpid(jvm, &reaper.status, 0);
   fclose(f);
   EXPECT_TRUE(WIFEXITED(reaper.status) && WEXITSTATUS(reaper.status) == 0) << "the JVM ran on and exited normally";
@@ -644,6 +647,7 @@ TEST(JvmAttach, AttachTracesARunningJvmAndDetachRestoresIt) {
                                                         "long AttachTarget.afterDetach(int)"});
   }
   ASSERT_TRUE(by_reason.count("attached") && by_reason.count("detached"));
+  EXPECT_TRUE(by_reason.count("api-while-attached")) << "Lookback.dump wrote the dump it returned";
   for (const char* reason : {"attached", "detached"}) {
     SCOPED_TRACE(reason);
     const Threads& t = by_reason[reason];

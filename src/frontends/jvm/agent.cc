@@ -465,6 +465,7 @@ jint Start(JavaVM* vm, char* options, bool live) {
     if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_8) != JNI_OK || jni == nullptr) return kAttachNoJvmti;
     NameRunningThreads(g_jvmti, jni);
     StartMode(g_jvmti, jni);
+    EnableJavaApi(g_jvmti, jni);
   }
   return live ? kAttachOk : JNI_OK;
 }
@@ -510,6 +511,7 @@ extern "C" JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM* vm, char* options, void
       g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
     }
     StartMode(g_jvmti, jni);
+    EnableJavaApi(g_jvmti, jni);
     return kAttachOk;
   }
   return Start(vm, options, true);

@@ -1,9 +1,11 @@
 // The natives of lookback.jar's lookback.Lookback (src/frontends/jvm/java/):
 // HotSpot looks for a class's natives in the JVMTI agents' libraries too, so
 // the API binds to this library whenever the agent is loaded, and is a no-op
-// (UnsatisfiedLinkError, caught in Java) when it is not.
+// (UnsatisfiedLinkError, caught in Java) when it is not. An agent attached
+// later turns a class that found no natives back on (EnableJavaApi).
 #include <jni.h>
 
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -42,6 +44,30 @@ const char* InternScopeName(JNIEnv* jni, jstring name) {
 }
 
 }  // namespace
+void EnableJavaApi(jvmtiEnv* jvmti, JNIEnv* jni) {
+  jint n = 0;
+  jclass* classes = nullptr;
+  if (jvmti->GetLoadedClasses(&n, &classes) != JVMTI_ERROR_NONE) return;
+  for (jint i = 0; i < n; ++i) {
+    char* sig = nullptr;
+    jint status = 0;
+    // One per class loader that loaded lookback.jar. A class not initialised
+    // yet asks its natives when it is, and finds them.
+    if (jvmti->GetClassSignature(classes[i], &sig, nullptr) == JVMTI_ERROR_NONE && sig != nullptr &&
+        strcmp(sig, "Llookback/Lookback;") == 0 && jvmti->GetClassStatus(classes[i], &status) == JVMTI_ERROR_NONE &&
+        (status & JVMTI_CLASS_STATUS_INITIALIZED) != 0) {
+      if (jfieldID agent = jni->GetStaticFieldID(classes[i], "agent", "Z")) {
+        jni->SetStaticBooleanField(classes[i], agent, JNI_TRUE);
+      } else {
+        jni->ExceptionClear();  // a lookback.jar of another version: leave it alone
+      }
+    }
+    if (sig != nullptr) jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
+    jni->DeleteLocalRef(classes[i]);
+  }
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
+}
+
 }  // namespace lookback::jvm
 
 using lookback::jvm::g_runtime;

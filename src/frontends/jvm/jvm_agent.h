@@ -62,6 +62,11 @@ void Say(const std::string& line);
 // attached: the agent was loaded into a running JVM (`lookback attach`).
 bool LinkProbeNatives(JNIEnv* jni, jclass probe, bool attached);
 
+// `lookback attach`: tells every initialised lookback.Lookback class (the
+// Java API, lookback.jar) that the agent is here now; one initialised
+// before found no natives and made every call a no-op (java_api.cc).
+void EnableJavaApi(jvmtiEnv* jvmti, JNIEnv* jni);
+
 // What the rewriter did, for the dump's "jvm" note (`lookback info`).
 struct AgentStats {
   std::atomic<uint64_t> classes_rewritten{0}, classes_unchanged{0}, classes_failed{0}, methods_traced{0},

@@ -9,7 +9,8 @@ package lookback;
  * so code can keep these calls in production builds: {@link #dump} returns
  * null, {@link #enabled} false, and scopes do nothing. The natives are found
  * in the agent's library (liblookback-jvm.so), which HotSpot searches for
- * natives of every class.
+ * natives of every class. An agent attached later ({@code lookback attach})
+ * tells this class so, and the calls work from then on.
  *
  * <pre>{@code
  * try (Lookback.Scope frame = Lookback.scope("frame")) {
@@ -19,7 +20,12 @@ package lookback;
  * }</pre>
  */
 public final class Lookback {
-  private static final boolean AGENT = agentLoaded();
+  // Whether the agent's natives link. Not final: `lookback attach` sets it
+  // when it loads the agent into a JVM where this class said no (agent.cc,
+  // EnableJavaApi). A native call can still fail while that attach is under
+  // way (HotSpot lists an attached agent's library once Agent_OnAttach
+  // returned): each call then falls back to the no-op.
+  private static volatile boolean agent = agentLoaded();
 
   private Lookback() {}
 
@@ -40,12 +46,22 @@ public final class Lookback {
    *     not written (rate limit, full disk: the agent says why on stderr)
    */
   public static String dump(String reason) {
-    return AGENT ? dump0(reason == null ? "java" : reason) : null;
+    if (!agent) return null;
+    try {
+      return dump0(reason == null ? "java" : reason);
+    } catch (UnsatisfiedLinkError e) {
+      return null;
+    }
   }
 
   /** True when lookback's agent is loaded and the calling thread is being traced. */
   public static boolean enabled() {
-    return AGENT && enabled0();
+    if (!agent) return false;
+    try {
+      return enabled0();
+    } catch (UnsatisfiedLinkError e) {
+      return false;
+    }
   }
 
   /**
@@ -57,7 +73,15 @@ public final class Lookback {
    */
   public static Scope scope(String name) {
     if (name == null) throw new NullPointerException("name");
-    return new Scope(name, AGENT && scopeBegin0(name));
+    boolean open = false;
+    if (agent) {
+      try {
+        open = scopeBegin0(name);
+      } catch (UnsatisfiedLinkError e) {
+        open = false;
+      }
+    }
+    return new Scope(name, open);
   }
 
   /** A scope begun by {@link #scope}; {@link #close} ends it (once). */

@@ -127,7 +127,6 @@ struct Detectors {
   size_t key_names_seen = 0;  // lb_set_key_name entries already matched (they only grow)
   uint64_t modules_checked_ns = 0;
   double ticks_per_ns = 0;
-  uint64_t watch_filter = 0;  // WatchBit of every watched call's key, copied into fast rings
 };
 
 Detectors& D() {
@@ -146,13 +145,6 @@ bool KeyNameMatches(const std::string& pattern, const std::string& name) {
       space != std::string::npos && open != std::string::npos && open > space ? name.substr(space + 1, open - space - 1)
                                                                              : name;
   return fnmatch(pattern.c_str(), qualified.c_str(), 0) == 0 || fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
-}
-
-// Fast-clock rings take a reading at every record of a watched call's key.
-void UpdateWatchFilter(Detectors& d) {
-  uint64_t f = 0;
-  for (const auto& [key, watch] : d.calls) f |= WatchBit(key);
-  d.watch_filter = f;
 }
 
 // Keys named by a front-end since the last look, for every detector that
@@ -180,7 +172,6 @@ void MatchKeyNames(Detectors& d) {
     }
   }
   d.key_names_seen = names.size();
-  UpdateWatchFilter(d);
 }
 
 void ResolveFunctions(Detectors& d) {
@@ -500,9 +491,6 @@ uint64_t DetectorTick() {
     Ring* r = rt.registry[i].load(std::memory_order_acquire);
     if (r == nullptr || r->state.load(std::memory_order_acquire) != kRingLive) continue;
     alive.insert(r);
-    if (r->fast_mask != 0 && __atomic_load_n(&r->watch_filter, __ATOMIC_RELAXED) != d.watch_filter) {
-      __atomic_store_n(&r->watch_filter, d.watch_filter, __ATOMIC_RELAXED);
-    }
     ThreadState& st = d.threads[r];
     if (st.tid != r->tid || st.start_tsc != r->start_tsc) {
       st = ThreadState{};

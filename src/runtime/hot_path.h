@@ -83,11 +83,6 @@ struct alignas(64) Ring {
   // the next record takes a reading (on_cpu.h, FORMAT.md "Fast clock").
   // Exact rings point at a constant non-zero word; immutable.
   const volatile uint64_t* on_cpu = nullptr;
-  // Fast mode: one bit per WatchBit() of the keys the slow-call detector
-  // watches (the control thread keeps it current, detectors.cc): a record of
-  // such a key always takes a reading, so a watched call is timed exactly.
-  // Another key sharing a bit only takes readings it did not need.
-  uint64_t watch_filter = 0;
   // Fast mode: a group of records that took longer than this (ticks) since
   // the last reading is sparse: the ring reads the TSC at every record until
   // a group is dense again, since a reading then costs little next to the
@@ -170,10 +165,6 @@ namespace lookback::rt {
 
 LOOKBACK_HOT bool IsSentinel(const Ring* r) { return r != nullptr && r->slots == nullptr; }
 
-// A key's bit in Ring::watch_filter (a constant where the key is, as in the
-// clang pass's inlined trace points).
-LOOKBACK_HOT uint64_t WatchBit(uint64_t key) { return uint64_t{1} << ((key * 0x9E3779B97F4A7C15ull) >> 58); }
-
 LOOKBACK_HOT uint64_t LoadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
 // Record one event at a given timestamp (a reading, in either clock mode).
@@ -238,8 +229,7 @@ LOOKBACK_HOT void RecordReading(Ring* r, bool exit, uint64_t key, uint64_t tsc, 
 // was descheduled since the last reading (on_cpu cleared by the kernel);
 // every other record is an UNTIMED_ENTRY/EXIT holding the whole key and no
 // time (the readings around it bound it), so it needs neither the clock nor
-// the base slots: a constant in the clang pass's inlined code. A key the
-// slow-call detector watches (watch_filter) always takes a reading. While a ring
+// the base slots: a constant in the clang pass's inlined code. While a ring
 // is dense its next_sync falls on a reading position (the slow path aligns
 // it), so a sync is always met there; code that wants the next record on the
 // slow path clears *on_cpu as well.
@@ -247,9 +237,7 @@ LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
   const uint64_t pos = LoadRelaxed(&r->pos);
   if (__builtin_expect((pos & r->clock_mask) != 0, 0)) {
-    if (__builtin_expect(((key >> format::kKeyBits) != 0) | (*r->on_cpu == 0) |
-                             ((__atomic_load_n(&r->watch_filter, __ATOMIC_RELAXED) & WatchBit(key)) != 0),
-                         0)) {
+    if (__builtin_expect(((key >> format::kKeyBits) != 0) | (*r->on_cpu == 0), 0)) {
       lb_ring_slow(r, exit, key, kReadTscInSlowPath, call_site);  // one rdtsc per trace point inlined, not two
       return;
     }

@@ -260,37 +260,6 @@ TEST_P(FastClockBlocking, BlockedCallShowsItsDurationWithinAMillisecond) {
   EXPECT_GT(worst, 10e6) << "without OFFCPU an untimed entry's bound spans the sleep";
 }
 
-// A function the slow-call detector watches is timed exactly in fast mode:
-// once the control thread has resolved the glob (at its first ticks), every
-// entry and exit of it is a reading, while its neighbours stay untimed.
-TEST_P(FastClockBlocking, CallsTheSlowCallDetectorWatchesAreAlwaysReadings) {
-  const std::string program = GetParam();
-  if (!Built(program)) GTEST_SKIP() << program << " not built (compiler missing)";
-  const std::string dir = FreshDir("fastclock-watched-" + program);
-  const RunResult r = RunProgram({Cli(), "record", "-q", "--clock", "fast", "--slow-call", "tiny:10s", "--dir",
-                                  dir + "/dumps", "--", Program(program), dir + "/measured.txt", "50"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto dumps = Dumps(dir + "/dumps");
-  ASSERT_EQ(dumps.size(), 1u);
-  const std::vector<Call> tiny = CallsOf(dumps[0], "tiny", false);
-  const std::vector<Call> sleeper = CallsOf(dumps[0], "sleeper", false);
-  ASSERT_EQ(sleeper.size(), 16u);
-  // The tiny calls after the 8th sleep (over 400 ms into the run: the glob
-  // was resolved long before) are all readings; the sleeper's own entries
-  // (not watched) mostly are not.
-  size_t after = 0, untimed_after = 0;
-  for (const Call& c : tiny) {
-    if (c.entry.lo < sleeper[7].exit.hi) continue;
-    ++after;
-    untimed_after += (c.entry.lo != c.entry.hi) + (c.exit.lo != c.exit.hi);
-  }
-  EXPECT_GE(after, 8u * 2000u);
-  EXPECT_EQ(untimed_after, 0u) << "of " << after << " watched calls";
-  size_t untimed_sleeper_entries = 0;
-  for (const Call& c : sleeper) untimed_sleeper_entries += c.entry.lo != c.entry.hi;
-  EXPECT_GE(untimed_sleeper_entries, 1u) << "the calls around the watched ones stay untimed";
-}
-
 INSTANTIATE_TEST_SUITE_P(FrontEnds, FastClockBlocking, ::testing::Values("blocking", "blocking-pass"));
 
 }  // namespace

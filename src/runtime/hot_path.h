@@ -54,8 +54,10 @@ inline constexpr uint32_t kMaxWatchedScopes = 8;
 inline constexpr uint32_t kRingAbi = LOOKBACK_RING_ABI;
 inline constexpr uint32_t kNoBase = ~uint32_t{0};  // an empty base slot: no valid key has this base
 // lb_ring_slow's `tsc` when the caller did not read the clock (a fast ring's
-// untimed record): the slow path reads it. No TSC reads 0 after boot.
-inline constexpr uint64_t kReadTscInSlowPath = 0;
+// untimed record): the slow path reads it. All ones: no TSC reaches it (a
+// century at 5 GHz), nor does a test's or a front-end's own clock, which may
+// well start at 0.
+inline constexpr uint64_t kReadTscInSlowPath = ~uint64_t{0};
 
 struct alignas(64) Ring {
   // ---- cache line 0: the hot path reads all of it, the owner writes it ----

@@ -82,6 +82,17 @@ TEST(Recorder, DropsOldestWhenRingIsFull) {
   EXPECT_EQ(got, newest);
 }
 
+// A timestamp of 0 is a timestamp like any other (a caller's own clock may
+// start there): the slow path, which reads the TSC itself for callers that
+// did not, must not take it for "read it for me".
+TEST(Recorder, KeepsATimestampOfZero) {
+  const uint32_t tid = OnFreshThread([&] {
+    Emit({false, kExe, 0});
+    Emit({true, kExe, 16});
+  });
+  EXPECT_EQ(DecodedEvents(DumpNow(), tid), (std::vector<Ev>{{false, kExe, 0}, {true, kExe, 16}}));
+}
+
 TEST(Recorder, DropsKeysAboveTheKeySpace) {
   const uint32_t before = rt::R().stats.invalid_keys.load();
   const uint32_t tid = OnFreshThread([&] {

@@ -8,12 +8,17 @@
 # A_BUILD, B_BUILD: build directories of bench/run_listing1.sh (target
 # listing1_bench). VARIANT: BINARY_SUFFIX[:LOOKBACK_CLOCK], default
 # gcc_lookback clang_pass clang_passfull (exact). Work 0, 2 M calls per run.
+# Prints the machine first (CPU model, rdtsc cost): judge every hot-path
+# change with this script, on AMD and on Intel where you can
+# (docs/performance.md, "How to judge a hot-path change").
 set -euo pipefail
 a=$1 b=$2 rounds=${3:-7}
 shift $(( $# < 3 ? $# : 3 ))
 variants=("$@")
 [[ ${#variants[@]} -gt 0 ]] || variants=(gcc_lookback clang_pass clang_passfull)
 calls=2000000
+"$(dirname "${BASH_SOURCE[0]}")/machine_header.sh" "$b"
+echo "# A: $a, B: $b; $rounds interleaved rounds, work 0, $calls calls of 20 trace points per run"
 run() {  # binary clock -> elapsed ns
   LOOKBACK_QUIET=1 LOOKBACK_CLOCK=${2:-exact} LOOKBACK_DUMP_AT_EXIT=0 "$1" 0 $calls 60000 |
     sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p'

@@ -24,4 +24,5 @@ cmake --build "$build" --target listing1_bench >&2
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')" \
   "$(git -C "$src" diff --quiet HEAD -- src include 2>/dev/null || echo '(uncommitted changes in src/ or include/)')" >&2
+"$src/bench/machine_header.sh" "$build" >&2
 exec "$build/bench/listing1_driver" "$@"

@@ -98,9 +98,18 @@ inline constexpr uint64_t kEpochMask = (uint64_t{1} << kEpochBits) - 1;
 inline constexpr unsigned kEpochDeltaBits = 56 - kEpochBits;  // 20: 2^48 ticks, 30 h at 2.6 GHz
 inline constexpr uint64_t kEpochDeltaMax = (uint64_t{1} << kEpochDeltaBits) - 1;  // saturated: unknown
 
+// An EVENT is its tag (bits 63..60: EVENT, exit, base slot), which the hot
+// path looks up (Ring::event_tags), or'ed with its body (the TSC's low bits
+// and the key's low bits), written in the fewest instructions: the TSC bits
+// by two shifts instead of a 64-bit mask constant.
+inline constexpr uint64_t EventTag(bool exit, unsigned slot) {
+  return uint64_t{(exit ? 0xcu : 0x8u) | (slot & (kBaseSlots - 1))} << kSlotShift;
+}
+inline constexpr uint64_t EventBody(uint64_t tsc, uint64_t key) {
+  return ((tsc << (64 - kTscLowBits)) >> (32 - kTscLowBits)) | (key & kKeyLowMask);
+}
 inline constexpr uint64_t MakeEvent(bool exit, unsigned slot, uint64_t tsc, uint64_t key) {
-  return kEventBit | (exit ? kExitBit : 0) | (uint64_t{slot & (kBaseSlots - 1)} << kSlotShift) |
-         ((tsc & kTscLowMask) << 32) | (key & kKeyLowMask);
+  return EventTag(exit, slot) | EventBody(tsc, key);
 }
 
 inline constexpr uint64_t MakeControl(ControlKind kind, uint64_t payload) {
@@ -187,6 +196,9 @@ inline constexpr uint64_t kMaxSlotsPerPublish = 2 + kBaseSlots + 2;
 inline constexpr uint64_t kMaxClockGroup = 64;
 
 static_assert(MakeEvent(true, 3, ~uint64_t{0}, ~uint64_t{0}) == ~uint64_t{0});
+static_assert(MakeEvent(false, 1, 0x123456789abcdefull, 0xfedcba9876543210ull) ==
+              (kEventBit | (uint64_t{1} << kSlotShift) | ((0x123456789abcdefull & kTscLowMask) << 32) | 0x76543210u));
+static_assert(MakeEvent(true, 2, 0, 0) == (kEventBit | kExitBit | (uint64_t{2} << kSlotShift)));
 static_assert(EventSlot(MakeEvent(false, 2, 0, 0)) == 2 && EventTscLow(MakeEvent(false, 3, ~uint64_t{0}, 0)) == kTscLowMask);
 static_assert(EpochValue(MakeEpoch(kEpochMask, 1)) == kEpochMask);
 static_assert(EpochDelta(MakeEpoch(5, kEpochDeltaMax + 10)) == kEpochDeltaMax);

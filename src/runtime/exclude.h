@@ -24,7 +24,8 @@ namespace lookback::rt {
 // with __atomic builtins, not std::atomic: in an unoptimised build
 // std::atomic's member functions are out-of-line template instances, and an
 // instrumented program's copy of them would call the hook that calls them.
-extern const uint64_t* g_exclude_table;
+// Hidden: the hooks load it with one RIP-relative mov, not through the GOT.
+extern const uint64_t* g_exclude_table __attribute__((visibility("hidden")));
 
 LOOKBACK_EXCLUDE_HOT const uint64_t* ExcludeTable() { return __atomic_load_n(&g_exclude_table, __ATOMIC_ACQUIRE); }
 

@@ -59,24 +59,38 @@ inline constexpr uint32_t kNoBase = ~uint32_t{0};  // an empty base slot: no val
 // well start at 0.
 inline constexpr uint64_t kReadTscInSlowPath = ~uint64_t{0};
 
+struct EventTags {
+  uint64_t of[2][1u << format::kBaseSlots];  // [exit][1 << slot]
+};
+constexpr EventTags MakeEventTags() {
+  EventTags t{};
+  for (unsigned exit = 0; exit < 2; ++exit) {
+    for (unsigned slot = 0; slot < format::kBaseSlots; ++slot) t.of[exit][1u << slot] = format::EventTag(exit != 0, slot);
+  }
+  return t;
+}
+
 struct alignas(64) Ring {
   // ---- cache line 0: the hot path reads all of it, the owner writes it ----
 #ifdef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
   uint64_t foreign;    // only in the ABI test's second layout (tests/CMakeLists.txt, pass_abi)
 #endif
   uint64_t pos;        // records ever written by the owner; atomic, release-published
-  uint64_t next_sync;  // when pos reaches it (or a slow path comes within kMaxSlotsPerPublish), a sync
+  uint64_t next_sync;  // pos >= next_sync: not the exact common case (a sync is due, a visit to the
+                       // slow path was asked for, or 0: a dense fast ring, see RecordNow)
   uint64_t epoch;      // tsc >> kTscLowBits currently announced in the ring (~0: none)
   uint64_t mask;       // capacity - 1 (capacity is a power of two); immutable
   uint64_t* slots;     // capacity slots; immutable
-  uint32_t base[format::kBaseSlots];  // key >> 32 announced in each base slot (kNoBase: empty)
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
   // Reading schedule: 0, a TSC reading per record (exact rings always; fast
   // rings while their records are sparse); N - 1 for one reading per N
   // positions (fast rings while dense, N = fast_mask + 1). Owner only.
   uint32_t clock_mask;
-  uint32_t last_tsc;   // low 32 bits of the latest TSC reading written (fast mode's density test)
+  uint32_t last_tsc;   // dense fast rings: low 32 bits of the latest reading (the density test)
 #endif
+  // key >> 32 announced in each base slot (kNoBase: empty). 16-byte aligned:
+  // the fast path compares all four with one SSE2 compare (SlotsHolding).
+  alignas(16) uint32_t base[format::kBaseSlots];
   // ---- cache line 1: fast mode's untimed path, then cold metadata (runtime.cc) ----
   // Fast mode: the calling thread's rseq_cs word (glibc's rseq area). The
   // runtime stores a descriptor's address there when it takes a reading; the
@@ -91,6 +105,9 @@ struct alignas(64) Ring {
   // time between records and leaves no long untimed stretch. Immutable.
   uint32_t sparse_ticks = 0;
   uint32_t fast_mask = 0;  // immutable: the configured group size - 1 (0: an exact ring)
+  // Dense fast rings: the next sync's position (a reading position), since
+  // their next_sync is 0. Owner only.
+  uint64_t dense_sync = 0;
   uint32_t victim = 0;     // slow path only: the slot the next new base replaces (round robin)
   uint32_t abi = 0;        // kRingAbi of the runtime that set this ring up (for debuggers and dumps)
   // Slow path only (owner): the sync schedule (next_sync may come earlier,
@@ -100,7 +117,12 @@ struct alignas(64) Ring {
   uint64_t adapt_pos = 0, adapt_tsc = 0;
   uint64_t armed_mono_ns = 0;
   uint64_t armed_cpu_ns = 0;
-  // ---- cache line 1+: cold metadata, see runtime.cc ----
+  // The hot path's EVENT tags (format::EventTag) by exit and by the one-hot
+  // mask of the slot that holds the key's base (SlotsHolding: 1, 2, 4, 8), so
+  // that a record's top bits are one load, not a bit scan and two shifts.
+  // Immutable; a sentinel's are zero (it never gets this far).
+  EventTags event_tags = MakeEventTags();
+  // ---- cold metadata, see runtime.cc ----
   uint64_t capacity = 0;
   uint64_t map_bytes = 0;  // size of the mapping holding header and slots
   uint64_t start_tsc = 0;
@@ -134,7 +156,7 @@ struct alignas(64) Ring {
 };
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
 static_assert(__builtin_offsetof(Ring, pos) == 0 && __builtin_offsetof(Ring, slots) == 32 &&
-              __builtin_offsetof(Ring, base) == 40);
+              __builtin_offsetof(Ring, clock_mask) == 40 && __builtin_offsetof(Ring, base) == 48);
 static_assert(__builtin_offsetof(Ring, on_cpu) == 64, "hot fields fill exactly one cache line");
 #endif
 
@@ -144,7 +166,7 @@ enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
 extern "C" {
 // The calling thread's ring (see the state machine above).
-// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi3.
+// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi4 (LOOKBACK_RING_TLS_SYMBOL).
 extern __thread lookback::rt::Ring* lb_tls_ring __asm__(LOOKBACK_RING_TLS_SYMBOL)
     __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).
@@ -152,7 +174,9 @@ extern lookback::rt::Ring lb_sentinel_ring __attribute__((visibility("default"))
 // Out of line and cold: thread setup, EPOCH/FN_BASE announcements, syncs, bad
 // keys. Internal to the runtime: code outside it (the clang pass) reaches it
 // through lb_pass_record_slow, which checks the caller's kRingAbi first.
-void lb_ring_slow(lookback::rt::Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site)
+// Its arguments are in the order that lets a hook keep its own in place: key
+// and call site arrive in the first two argument registers.
+void lb_ring_slow(uint64_t key, uint64_t call_site, uint64_t tsc, lookback::rt::Ring* r, bool exit)
     __attribute__((noinline, cold, no_instrument_function, visibility("hidden")));
 // The slow path for code inlined outside the runtime: `abi` is the caller's
 // kRingAbi. Returns 0 when the runtime refuses (another ABI): the caller then
@@ -169,21 +193,17 @@ LOOKBACK_HOT bool IsSentinel(const Ring* r) { return r != nullptr && r->slots ==
 
 LOOKBACK_HOT uint64_t LoadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
-// Record one event at a given timestamp (a reading, in either clock mode).
-// Separate from Record() so tests can drive the encoder with a fake clock,
-// and so that scopes, whose begin and end the detectors time, always carry
-// their own reading. `call_site` (the caller's return address, 0 if unknown)
-// only reaches the slow path, which records it after a non-local exit (see
-// kUnwindTo).
-//
-// The key's base is looked up in the four slots without a branch (the last
-// match wins; slots never hold the same base twice), so calls that alternate
-// between regions cost what calls within one region cost. A key of 2^56 or
-// more can match no slot and goes to the slow path, which drops it.
-LOOKBACK_HOT uint64_t SlotOf(const Ring* r, uint64_t hi) {
-  uint64_t s = hi == r->base[1] ? 1 : 0;
-  s = hi == r->base[2] ? 2 : s;
-  return hi == r->base[3] ? 3 : s;
+// Which of the four base slots hold the key's base (key >> 32): bit s set for slot s,
+// 0 for none. One SSE2 compare of all four, no branch, so calls that
+// alternate between regions cost what calls within one region cost. Slots
+// never hold the same base twice, so at most one bit is set. An empty slot
+// (kNoBase) matches no key below 2^56 (the hot path's callers pass only such
+// keys: code addresses and tagged method ids; lb_enter/lb_exit check theirs).
+LOOKBACK_HOT unsigned SlotsHolding(const Ring* r, uint64_t key) {
+  // key >> 32 in every lane, straight from the key's upper half.
+  const __m128i k = _mm_shuffle_epi32(_mm_cvtsi64_si128(static_cast<long long>(key)), 0x55);
+  const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(r->base));
+  return static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(k, b))));
 }
 
 LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) {
@@ -192,62 +212,101 @@ LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) {
   __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
 }
 
-LOOKBACK_HOT void RecordAt(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site = 0) {
-  const uint64_t pos = LoadRelaxed(&r->pos);
-  const uint64_t hi = key >> 32;
-  const uint64_t s = SlotOf(r, hi);
-  const uint64_t changed = ((tsc >> format::kTscLowBits) ^ r->epoch) | (hi ^ r->base[s]) | (hi >> format::kKeyBaseBits);
-  if (__builtin_expect((changed != 0) | (pos == r->next_sync), 0)) {
-    lb_ring_slow(r, exit, key, tsc, call_site);
-    return;
-  }
-#ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
-  r->last_tsc = static_cast<uint32_t>(tsc);
-#endif
-  Publish(r, pos, format::MakeEvent(exit, static_cast<unsigned>(s), tsc, key));
-}
-
-// A reading at `tsc`, in either clock mode. In fast mode a thread that was
-// descheduled since its last reading goes to the slow path, which accounts
-// the time off CPU (kOffCpu) before this reading and re-arms on_cpu: no
-// reading may pass a deschedule unaccounted, or the OFFCPU written later
-// would be applied to records that came after it. Scopes use this too.
+// Record one event at a given timestamp (a reading, in either clock mode) at
+// position `pos` (the owner's current r->pos), once the caller has seen that
+// no sync is due. When nothing needs announcing, that is one EVENT; an epoch
+// that moved or a key base in no slot goes to the slow path. `call_site` (the
+// caller's return address, 0 if unknown) only reaches the slow path, which
+// records it after a non-local exit (see kUnwindTo).
 //
-// A dense fast ring whose group took longer than sparse_ticks goes to the
-// slow path too, which switches it to a reading per record.
-LOOKBACK_HOT void RecordReading(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site = 0) {
+// kDense: the ring reads the clock once per group (clock_mask != 0), and its
+// syncs are due at dense_sync. A reading there also goes to the slow path
+// when the thread was descheduled since its last reading, which accounts the
+// time off CPU (kOffCpu) before this reading and re-arms on_cpu (no reading
+// may pass a deschedule unaccounted, or the OFFCPU written later would be
+// applied to records that came after it), and when its group took longer
+// than sparse_ticks, which switches the ring to a reading per record. Only
+// dense rings keep last_tsc.
+//
+// On Intel every instruction here counts (rdtsc's microcode does not hide
+// the ones around it as it does on AMD; docs/performance.md, "The hot path
+// per CPU"), so the exact path is kept to the checks the format needs.
+template <bool kDense>
+LOOKBACK_HOT void RecordAtPos(Ring* r, uint64_t pos, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
+  const unsigned held = SlotsHolding(r, key);
+  bool slow = (tsc >> format::kTscLowBits) != r->epoch || held == 0;
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
-  if (__builtin_expect(r->clock_mask != 0, 0) &&
-      ((*r->on_cpu == 0) | (static_cast<uint32_t>(tsc) - r->last_tsc > r->sparse_ticks))) {
-    lb_ring_slow(r, exit, key, tsc, call_site);
-    return;
+  if constexpr (kDense) {
+    slow = slow || pos >= r->dense_sync || *r->on_cpu == 0 ||
+           static_cast<uint32_t>(tsc) - r->last_tsc > r->sparse_ticks;
   }
 #endif
-  RecordAt(r, exit, key, tsc, call_site);
+  if (__builtin_expect(slow, 0)) {
+    lb_ring_slow(key, call_site, tsc, r, exit);
+    return;
+  }
+#ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
+  if constexpr (kDense) r->last_tsc = static_cast<uint32_t>(tsc);
+#endif
+  Publish(r, pos, r->event_tags.of[exit][held] | format::EventBody(tsc, key));
 }
 
-// Record one event now. Exact mode (clock_mask 0) reads the TSC every time.
-// Fast mode reads it at one position in clock_mask + 1 and when the thread
-// was descheduled since the last reading (on_cpu cleared by the kernel);
-// every other record is an UNTIMED_ENTRY/EXIT holding the whole key and no
-// time (the readings around it bound it), so it needs neither the clock nor
-// the base slots: a constant in the clang pass's inlined code. While a ring
-// is dense its next_sync falls on a reading position (the slow path aligns
-// it), so a sync is always met there; code that wants the next record on the
-// slow path clears *on_cpu as well.
-LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site = 0) {
+LOOKBACK_HOT uint64_t DenseClockMask(const Ring* r) {
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
+  return r->clock_mask;
+#else
+  (void)r;
+  return 0;
+#endif
+}
+
+// A reading at `tsc`, in either clock mode (scopes, and tests that drive the
+// encoder with a fake clock).
+LOOKBACK_HOT void RecordReading(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site = 0) {
   const uint64_t pos = LoadRelaxed(&r->pos);
-  if (__builtin_expect((pos & r->clock_mask) != 0, 0)) {
-    if (__builtin_expect(((key >> format::kKeyBits) != 0) | (*r->on_cpu == 0), 0)) {
-      lb_ring_slow(r, exit, key, kReadTscInSlowPath, call_site);  // one rdtsc per trace point inlined, not two
+  if (__builtin_expect(pos < r->next_sync, 1)) {
+    RecordAtPos<false>(r, pos, exit, key, tsc, call_site);
+  } else if (DenseClockMask(r) != 0) {
+    RecordAtPos<true>(r, pos, exit, key, tsc, call_site);
+  } else {
+    lb_ring_slow(key, call_site, tsc, r, exit);
+  }
+}
+
+// Record one event now.
+//
+// One compare decides between the common case and everything else: exact
+// rings (and sparse fast rings) hold the position of their next sync in
+// next_sync, dense fast rings hold 0 there, so `pos < next_sync` means "an
+// exact reading, no sync due". Exact mode then reads the TSC.
+//
+// Dense fast rings read it at one position in clock_mask + 1 (their syncs
+// fall on such a position, dense_sync) and when the thread was descheduled
+// since the last reading (on_cpu cleared by the kernel); every other record
+// is an UNTIMED_ENTRY/EXIT holding the whole key and no time (the readings
+// around it bound it), so it needs neither the clock nor the base slots: a
+// constant in the clang pass's inlined code. Code that wants the next record
+// on the slow path sets next_sync to pos and clears *on_cpu as well.
+LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site = 0) {
+  const uint64_t pos = LoadRelaxed(&r->pos);
+  if (__builtin_expect(pos >= r->next_sync, 0)) {
+    const uint64_t clock_mask = DenseClockMask(r);
+    if (clock_mask == 0) {
+      lb_ring_slow(key, call_site, kReadTscInSlowPath, r, exit);  // a sync (the slow path reads the clock)
       return;
     }
-    Publish(r, pos, format::MakeUntimed(exit, key));
+    if ((pos & clock_mask) != 0) {
+      if (__builtin_expect(*r->on_cpu == 0, 0)) {
+        lb_ring_slow(key, call_site, kReadTscInSlowPath, r, exit);  // one rdtsc per trace point inlined, not two
+        return;
+      }
+      Publish(r, pos, format::MakeUntimed(exit, key));
+      return;
+    }
+    RecordAtPos<true>(r, pos, exit, key, __rdtsc(), call_site);
     return;
   }
-#endif
-  RecordReading(r, exit, key, __rdtsc(), call_site);
+  RecordAtPos<false>(r, pos, exit, key, __rdtsc(), call_site);
 }
 
 LOOKBACK_HOT void Record(bool exit, uint64_t key, uint64_t call_site = 0) {

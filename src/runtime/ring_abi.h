@@ -15,9 +15,11 @@
 // Bump on any change of what the fast path reads or writes: cache line 0 of
 // Ring, lb_tls_ring's states, the record encoding. (1: before the number
 // existed, symbol `lb_tls_ring`; 2: format version 4, four base slots; 3:
-// clock mode and last reading in cache line 0, on_cpu at the start of line 1.)
+// clock mode and last reading in cache line 0, on_cpu at the start of line 1;
+// 4: base slots 16-byte aligned for one SSE2 compare, EVENT tags looked up in
+// the Ring, the slow path's arguments reordered.)
 #ifndef LOOKBACK_RING_ABI
-#define LOOKBACK_RING_ABI 3
+#define LOOKBACK_RING_ABI 4
 #endif
 
 #define LOOKBACK_RING_ABI_STR2(x) #x

@@ -647,7 +647,7 @@ using namespace lookback::rt;
 
 extern "C" {
 
-void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
+void lb_ring_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r, bool exit) {
   const int saved_errno = errno;
   if (IsSentinel(r)) {
     if (r != lb_tls_ring) {
@@ -756,9 +756,13 @@ void lb_ring_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc, uint64_t call_
   r->next_sync = r->sync_at;
   if (r->fast_mask != 0) {
     AdaptClock(r, pos, tsc, since_reading);
-    // Dense: untimed records do not look at next_sync, so it must fall on a
-    // reading position (the sync then comes at most a group late).
-    if (r->clock_mask != 0) r->next_sync = (r->next_sync + r->clock_mask) & ~uint64_t{r->clock_mask};
+    // Dense: only readings look for a sync, so it must fall on a reading
+    // position (the sync then comes at most a group late); next_sync 0 sends
+    // every record off the exact path (hot_path.h, RecordNow).
+    if (r->clock_mask != 0) {
+      r->dense_sync = (r->next_sync + r->clock_mask) & ~uint64_t{r->clock_mask};
+      r->next_sync = 0;
+    }
   }
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   lb_tls_ring = r;
@@ -776,7 +780,7 @@ int lb_pass_record_slow(uint32_t abi, Ring* r, bool exit, uint64_t key, uint64_t
     ForeignAbi(abi);
     return 0;
   }
-  lb_ring_slow(r, exit, key, tsc, call_site);
+  lb_ring_slow(key, call_site, tsc, r, exit);
   return 1;
 }
 
@@ -801,8 +805,17 @@ __attribute__((visibility("default"), cold, noinline, no_instrument_function)) v
   errno = saved_errno;
 }
 
-__attribute__((no_instrument_function)) void lb_enter(uint64_t key) { Record(false, key); }
-__attribute__((no_instrument_function)) void lb_exit(uint64_t key) { Record(true, key); }
+// The hot path takes only keys below 2^56 (hot_path.h, SlotsHolding); a
+// caller's own key is checked here, where it comes in.
+__attribute__((no_instrument_function)) static void RecordCheckedKey(bool exit, uint64_t key) {
+  if (__builtin_expect(key >= format::kKeyLimit, 0)) {
+    if (lb_tls_ring != nullptr) R().stats.invalid_keys.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Record(exit, key);
+}
+__attribute__((no_instrument_function)) void lb_enter(uint64_t key) { RecordCheckedKey(false, key); }
+__attribute__((no_instrument_function)) void lb_exit(uint64_t key) { RecordCheckedKey(true, key); }
 
 int lb_set_note(const char* key, const char* text) {
   if (key == nullptr || text == nullptr) return -1;

@@ -65,7 +65,10 @@ TEST(Pass, FullShapeInlinesTheWholeFastPath) {
   EXPECT_NE(f3.find("%fs:"), std::string::npos) << f3;
   size_t rdtsc = 0;
   for (size_t at = f3.find("rdtsc"); at != std::string::npos; at = f3.find("rdtsc", at + 1)) ++rdtsc;
-  EXPECT_EQ(rdtsc, 2u) << f3;  // entry and exit
+  // Entry and exit, each with its exact reading and a dense fast ring's
+  // reading (two inlined copies, one of which runs).
+  EXPECT_GE(rdtsc, 2u) << f3;
+  EXPECT_LE(rdtsc, 4u) << f3;
   EXPECT_EQ(f3.find("<lb_pass_enter_on>"), std::string::npos) << f3;
 }
 
@@ -141,7 +144,7 @@ TEST(PassAbi, ThreadLocalSymbolCarriesTheAbiNumber) {
   RunResult foreign = RunProgram({"nm", "-D", Program("pass-foreign-abi")});
   EXPECT_NE(foreign.out.find("lb_tls_ring_abi99"), std::string::npos) << foreign.out;
   RunResult ours = RunProgram({"nm", "-D", Program("roundtrip-pass-O2")});
-  EXPECT_NE(ours.out.find("lb_tls_ring_abi3"), std::string::npos) << ours.out;
+  EXPECT_NE(ours.out.find(LOOKBACK_RING_TLS_SYMBOL), std::string::npos) << ours.out;  // this build's number
 }
 
 TEST(Pass, ExcludesByNameNamespaceFileAndSkipsSmallFunctionsWithoutLoops) {

@@ -1,5 +1,5 @@
 // The recorder's encoding, driven through the real fast path with a fake
-// clock (RecordAt), dumped by the real writer and read back by the reader.
+// clock (RecordReading), dumped by the real writer and read back by the reader.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -102,6 +102,25 @@ TEST(Recorder, DropsKeysAboveTheKeySpace) {
   });
   EXPECT_EQ(DecodedEvents(DumpNow(), tid), (std::vector<Ev>{{false, kExe, 10}, {true, kExe, 12}}));
   EXPECT_EQ(rt::R().stats.invalid_keys.load(), before + 1);
+}
+
+// The hot path compares a key's upper half with the base slots and takes
+// only keys below 2^56 (an empty slot holds all ones, which a key of
+// 0xffffffff_xxxxxxxx would match); keys from the public API are checked
+// where they come in, whatever their upper half.
+TEST(Recorder, ApiDropsKeysAboveTheKeySpaceEvenWhenTheyLookLikeAnEmptySlot) {
+  const uint32_t before = rt::R().stats.invalid_keys.load();
+  std::vector<uint64_t> keys;
+  const uint32_t tid = OnFreshThread([&] {
+    lb_enter(kExe);
+    lb_enter(0xffffffff00001234ull);  // upper half == kNoBase
+    lb_exit(0xffffffff00001234ull);
+    lb_enter(format::kKeyLimit + 5);
+    lb_exit(kExe);
+  });
+  for (const Ev& e : DecodedEvents(DumpNow(), tid)) keys.push_back(e.key);
+  EXPECT_EQ(keys, (std::vector<uint64_t>{kExe, kExe}));
+  EXPECT_EQ(rt::R().stats.invalid_keys.load(), before + 3);
 }
 
 TEST(Recorder, MarksResumeAfterThreadDisable) {

@@ -2,7 +2,7 @@
 // keeps, for ring sizes from 4 KiB to 64 MiB, every wrap offset of a small
 // ring, and key patterns that stay in one region, alternate between two or
 // three, cycle through more regions than there are base slots, or idle for
-// an hour between records. Driven through the real fast path (RecordAt) and
+// an hour between records. Driven through the real fast path (RecordReading) and
 // snapshot (SnapshotRing), decoded by the reader's decoder (DecodeRecords).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -102,7 +102,7 @@ Outcome WriteSnapshotDecode(uint64_t ring_bytes, Pattern p, uint64_t events) {
   TestRing ring(ring_bytes);
   for (uint64_t i = 0; i < events; ++i) {
     const Ev e = Generate(p, i);
-    rt::RecordAt(ring.get(), e.exit, e.key, e.tsc);
+    rt::RecordReading(ring.get(), e.exit, e.key, e.tsc);
   }
   Outcome o;
   o.written_events = events;

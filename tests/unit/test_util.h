@@ -36,7 +36,7 @@ inline uint32_t OnFreshThread(const std::function<void()>& body) {
 // Records through the real fast path with caller-chosen timestamps.
 inline void Emit(const Ev& e) {
   rt::Ring* r = lb_tls_ring;
-  if (r != nullptr) rt::RecordAt(r, e.exit, e.key, e.tsc);
+  if (r != nullptr) rt::RecordReading(r, e.exit, e.key, e.tsc);
 }
 
 inline std::string DumpNow() {

@@ -56,8 +56,8 @@ LOOKBACK_PASS_HOOK void lb_pass_exit_check(uint64_t key) {
 // ring ABI this code was built for; without a runtime, tracing off for this
 // thread for good (one call per thread).
 #pragma weak lb_pass_record_slow
-LOOKBACK_PASS_OUTLINED __attribute__((cold)) void lb_pass_slow(Ring* r, bool exit, uint64_t key, uint64_t tsc,
-                                                                 uint64_t call_site) {
+LOOKBACK_PASS_OUTLINED __attribute__((cold)) void lb_pass_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r,
+                                                                 bool exit) {
   if (&lb_pass_record_slow == nullptr || lb_pass_record_slow(lookback::rt::kRingAbi, r, exit, key, tsc, call_site) == 0) {
     lb_tls_ring = nullptr;
   }

@@ -45,6 +45,53 @@ std::set<std::string> ListDumps(const std::string& dir) {
   return out;
 }
 
+// The flags that load the JVM agent (docs/jvm.md), put right after a JVM
+// launcher's name so that the agent is loaded before any class and tracing
+// starts before main.
+std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& agent,
+                                  const std::vector<std::string>& command) {
+  std::string agent_options = "mode=" + o.jvm_mode;
+  for (const std::string& g : o.jvm_include) agent_options += ",include=" + g;
+  for (const std::string& g : o.jvm_exclude) agent_options += ",exclude=" + g;
+  std::vector<std::string> flags = {"-agentpath:" + agent + "=" + agent_options};
+  // The cheapest call from Java into the recorder (natives.cc); JDK 17
+  // prints one deprecation warning for it.
+  if (o.jvm_mode == "inline" && !Mentions(command, "CriticalJNINatives")) flags.push_back("-XX:+CriticalJNINatives");
+  return flags;
+}
+
+// What the command's processes told us (LOOKBACK_RECORD_EVENTS, written by
+// the exec hooks and the runtime at a JVM's exit): "jvm-started PID PATH"
+// and "jvm-untraced PID EXE".
+struct JvmEvent {
+  bool traced;
+  long pid;
+  std::string program;
+};
+
+std::vector<JvmEvent> ReadJvmEvents(const std::string& path) {
+  std::vector<JvmEvent> out;
+  FILE* f = fopen(path.c_str(), "re");
+  if (f == nullptr) return out;
+  char line[4300];
+  while (fgets(line, sizeof line, f) != nullptr) {
+    char kind[32], program[4200];
+    long pid = 0;
+    if (sscanf(line, "%31s %ld %4199[^\n]", kind, &pid, program) != 3) continue;
+    if (strcmp(kind, "jvm-started") == 0) out.push_back({true, pid, program});
+    if (strcmp(kind, "jvm-untraced") == 0) out.push_back({false, pid, program});
+  }
+  fclose(f);
+  return out;
+}
+
+// A dump of process `pid`: dumps are named PROGRAM-PID-SEQ.lbk.
+bool IsDumpOf(const std::string& name, long pid) {
+  const std::string mark = "-" + std::to_string(pid) + "-";
+  const size_t at = name.rfind(mark);
+  return at != std::string::npos && name.find('-', at + mark.size()) == std::string::npos;
+}
+
 pid_t g_child = 0;
 void Forward(int sig) {
   if (g_child > 0) kill(g_child, sig);
@@ -69,23 +116,35 @@ int Run(const RecordOptions& o) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
   for (const auto& [var, value] : RecorderSettings(o, dir)) setenv(var.c_str(), value.c_str(), 1);
 
-  // A JVM: add the agent (docs/jvm.md) right after the launcher's name, so it
-  // is loaded before any class and tracing starts before main.
+  // Every JVM the command starts, itself or through any chain of processes,
+  // gets the agent: a `java` command here, any later exec or posix_spawn of
+  // a `java` launcher by the exec hooks (exec_hooks.c), with the same flags.
   std::vector<std::string> command = o.command;
-  if (IsJavaLauncher(command[0])) {
-    const std::string agent = runtime.substr(0, runtime.rfind('/') + 1) + "liblookback-jvm.so";
-    if (access(agent.c_str(), R_OK) != 0) return Fail("the program is a JVM, but " + agent + " is missing"), kExitError;
-    std::string agent_options = "mode=" + o.jvm_mode;
-    for (const std::string& g : o.jvm_include) agent_options += ",include=" + g;
-    for (const std::string& g : o.jvm_exclude) agent_options += ",exclude=" + g;
-    std::vector<std::string> jvm_flags = {"-agentpath:" + agent + "=" + agent_options};
-    // The cheapest call from Java into the recorder (natives.cc); JDK 17
-    // prints one deprecation warning for it.
-    if (o.jvm_mode == "inline" && !Mentions(command, "CriticalJNINatives")) jvm_flags.push_back("-XX:+CriticalJNINatives");
-    command.insert(command.begin() + 1, jvm_flags.begin(), jvm_flags.end());
+  const std::string agent = runtime.substr(0, runtime.rfind('/') + 1) + "liblookback-jvm.so";
+  const bool have_agent = access(agent.c_str(), R_OK) == 0;
+  const bool java_command = IsJavaLauncher(command[0]);
+  if (java_command && !have_agent) return Fail("the program is a JVM, but " + agent + " is missing"), kExitError;
+  std::string events_path;
+  if (have_agent) {
+    const std::vector<std::string> jvm_flags = JvmFlags(o, agent, command);
+    std::string joined;
+    for (const std::string& f : jvm_flags) joined += (joined.empty() ? "" : "\n") + f;
+    setenv("LOOKBACK_JVM_FLAGS", joined.c_str(), 1);
+    if (java_command) command.insert(command.begin() + 1, jvm_flags.begin(), jvm_flags.end());
+    const char* tmp = getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/lookback-record-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    const int fd = mkstemp(buf.data());
+    if (fd >= 0) {
+      close(fd);
+      events_path = buf.data();
+      setenv("LOOKBACK_RECORD_EVENTS", events_path.c_str(), 1);
+    }
     // HotSpot takes SIGUSR2 for itself (thread suspend/resume) after lookback
-    // has started: a JVM's default dump signal is SIGPWR, which it leaves alone.
-    if (o.dump_signal.empty()) setenv("LOOKBACK_DUMP_SIGNAL", "PWR", 1);
+    // has started: a JVM's default dump signal is SIGPWR, which it leaves
+    // alone (the runtime chooses it for any process whose program is `java`).
+    if (java_command && o.dump_signal.empty()) setenv("LOOKBACK_DUMP_SIGNAL", "PWR", 1);
   }
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -103,16 +162,35 @@ int Run(const RecordOptions& o) {
   while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
   }
   const std::set<std::string> after = ListDumps(dir);
-  int written = 0;
+  std::vector<std::string> written;
   for (const auto& n : after) {
     if (before.count(n)) continue;
-    ++written;
+    written.push_back(n);
     if (!o.quiet) fprintf(stderr, "lookback: dump written: %s/%s\n", dir.c_str(), n.c_str());
   }
-  if (written == 0 && !o.quiet)
-    fprintf(stderr,
-            "lookback: no dump was written. Was the program built with -finstrument-functions "
-            "(or -finstrument-functions-after-inlining with clang)?\n");
+  std::vector<JvmEvent> jvms = events_path.empty() ? std::vector<JvmEvent>{} : ReadJvmEvents(events_path);
+  if (!events_path.empty()) unlink(events_path.c_str());
+  if (java_command) jvms.insert(jvms.begin(), {true, static_cast<long>(g_child), command[0]});
+  if (!o.quiet) {
+    for (const JvmEvent& j : jvms) {
+      bool dumped = false;
+      for (const std::string& n : written) dumped = dumped || IsDumpOf(n, j.pid);
+      if (!j.traced) {
+        fprintf(stderr,
+                "lookback: a JVM ran untraced (pid %ld, %s): lookback adds its agent to programs named `java` "
+                "that the command starts; load it with -agentpath:%s, or `lookback attach %ld` while it runs "
+                "(docs/jvm.md)\n",
+                j.pid, j.program.c_str(), agent.c_str(), j.pid);
+      } else if (!dumped) {
+        fprintf(stderr, "lookback: the JVM with pid %ld (%s) was traced but wrote no dump (it was killed, or crashed "
+                        "before lookback could write one)\n", j.pid, j.program.c_str());
+      }
+    }
+    if (written.empty() && jvms.empty())
+      fprintf(stderr,
+              "lookback: no dump was written. Was the program built with -finstrument-functions "
+              "(or -finstrument-functions-after-inlining with clang)? A JVM started by it would have been traced.\n");
+  }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return kExitError;

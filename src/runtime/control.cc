@@ -406,12 +406,26 @@ uint32_t ControlThreadTid() { return g_control_tid.load(); }
 // The eventfd the crash handler writes; -1 until the control thread runs.
 int ControlWakeFd() { return g_control_tid.load() != 0 ? g_wake_fd.load() : -1; }
 
+// /proc/self/exe is a program named `java` (a JVM launcher).
+bool IsJavaLauncherProcess() {
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = '\0';
+  const char* slash = strrchr(exe, '/');
+  return strcmp(slash != nullptr ? slash + 1 : exe, "java") == 0;
+}
+
 void InstallDumpSignal() {
   int sig = R().config.dump_signal;
   if (sig == 0) return;
   struct sigaction old{};
   if (sig < 0) {  // default: SIGUSR2, unless the program already handles it
-    sig = SIGUSR2;
+    // A JVM takes SIGUSR2 for itself once it has started (after lookback has
+    // looked): a process whose program is `java` gets SIGPWR, which HotSpot
+    // leaves alone, as `lookback record -- java ...` has always set (a JVM
+    // started by a launcher script or another JVM gets the same).
+    sig = IsJavaLauncherProcess() ? SIGPWR : SIGUSR2;
     if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;
   }
   g_dump_signal = sig;

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -345,7 +346,41 @@ void DumpAtProcessEnd(const char* reason) {
   }
 }
 
-void AtExit() { DumpAtProcessEnd("exit"); }
+// Under `lookback record` (LOOKBACK_RECORD_EVENTS names a file it reads when
+// the command has ended), a JVM that ran without lookback's agent says so at
+// exit, so that record can tell the user which JVM went untraced and why,
+// instead of blaming the compiler flags. A JVM is a process that mapped
+// libjvm.so; the agent is liblookback-jvm.so.
+void NoteUntracedJvm() {
+  const char* events = getenv("LOOKBACK_RECORD_EVENTS");
+  if (events == nullptr || events[0] == '\0' || InSharedMemoryChild()) return;
+  bool jvm = false, agent = false;
+  if (FILE* maps = fopen("/proc/self/maps", "re")) {
+    char line[4096];
+    while (fgets(line, sizeof line, maps) != nullptr) {
+      jvm = jvm || strstr(line, "/libjvm.so") != nullptr;
+      agent = agent || strstr(line, "/liblookback-jvm.so") != nullptr;
+    }
+    fclose(maps);
+  }
+  if (!jvm || agent) return;
+  char exe[4096] = "?";
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 1] = '\0';
+  const int fd = open(events, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  char text[4200];
+  const int len = snprintf(text, sizeof text, "jvm-untraced %d %s\n", static_cast<int>(getpid()), exe);
+  if (len > 0 && write(fd, text, std::min<size_t>(static_cast<size_t>(len), sizeof text - 1)) < 0) {
+    // nothing to do: record then only misses the explanation
+  }
+  close(fd);
+}
+
+void AtExit() {
+  NoteUntracedJvm();
+  DumpAtProcessEnd("exit");
+}
 
 void Initialise() {
   Runtime* rt = new (g_runtime_storage) Runtime;

@@ -5,21 +5,111 @@
  * which glibc implements by calling execve internally (not through the PLT),
  * so they are interposed here too, turning their argument lists into argv.
  *
- * posix_spawn is not: it does not replace the caller's image (the caller
- * runs on and keeps its rings), and the child it creates shares the caller's
- * memory until its exec (CLONE_VM | CLONE_VFORK), where writing a dump would
- * race with the caller. A spawned program under `lookback record` is traced
- * on its own (LD_PRELOAD is inherited) and writes its own dumps. */
+ * posix_spawn writes no dump: it does not replace the caller's image (the
+ * caller runs on and keeps its rings), and the child it creates shares the
+ * caller's memory until its exec (CLONE_VM | CLONE_VFORK), where writing a
+ * dump would race with the caller. A spawned program under `lookback record`
+ * is traced on its own (LD_PRELOAD is inherited) and writes its own dumps.
+ *
+ * JVMs started by anything `lookback record` runs (a launcher script such as
+ * groovy or mvn, a JVM's ProcessBuilder through jspawnhelper, a native
+ * program) get the JVM agent: when LOOKBACK_JVM_FLAGS is set (by record: the
+ * flags to put after the launcher's name, one per line) and the program
+ * being started is named `java`, every exec and posix_spawn here inserts
+ * them after argv[0], unless the command already loads the agent. That is
+ * what record does to a `java` command it starts itself, so nothing is
+ * printed and the JVM starts as it would have. Each JVM started this way is
+ * noted in LOOKBACK_RECORD_EVENTS (a file record reads when the command has
+ * ended), so record can say which JVMs were traced. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 void lb_before_exec(void) __attribute__((no_instrument_function));
 
 #define LB_NOINST __attribute__((no_instrument_function, visibility("default")))
+#define LB_LOCAL static __attribute__((no_instrument_function))
+
+/* At most this many flags are inserted (record passes two or three). */
+#define LB_MAX_JVM_FLAGS 8
+
+LB_LOCAL int lb_is_java_launcher(const char* path) {
+  if (path == NULL) return 0;
+  const char* slash = strrchr(path, '/');
+  return strcmp(slash ? slash + 1 : path, "java") == 0;
+}
+
+LB_LOCAL size_t lb_argc(char* const argv[]) {
+  size_t n = 0;
+  while (argv != NULL && argv[n] != NULL) ++n;
+  return n;
+}
+
+/* LOOKBACK_JVM_FLAGS when `path` (or, without one, argv[0]) is a JVM
+ * launcher that does not load the agent yet; NULL otherwise. */
+LB_LOCAL const char* lb_jvm_flags_for(const char* path, char* const argv[]) {
+  const char* flags = getenv("LOOKBACK_JVM_FLAGS");
+  if (flags == NULL || flags[0] == '\0' || argv == NULL || argv[0] == NULL) return NULL;
+  if (!lb_is_java_launcher(path != NULL ? path : argv[0])) return NULL;
+  for (size_t i = 1; argv[i] != NULL; ++i) {
+    if (strncmp(argv[i], "-agentpath:", 11) == 0 && strstr(argv[i], "liblookback-jvm") != NULL) return NULL;
+  }
+  return flags;
+}
+
+/* Fills `out` (room for argc + LB_MAX_JVM_FLAGS + 1) with argv[0], the flags
+ * (split at newlines in `buf`, a copy of `flags`), then argv[1..]. */
+LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, char* buf, char* const argv[], size_t argc, char** out) {
+  size_t n = 0;
+  out[n++] = argv[0];
+  strcpy(buf, flags);
+  for (char* p = buf; *p != '\0' && n < 1 + LB_MAX_JVM_FLAGS;) {
+    char* end = strchr(p, '\n');
+    if (end != NULL) *end = '\0';
+    if (*p != '\0') out[n++] = p;
+    if (end == NULL) break;
+    p = end + 1;
+  }
+  for (size_t i = 1; i < argc; ++i) out[n++] = argv[i];
+  out[n] = NULL;
+  return out;
+}
+
+/* Tells record (LOOKBACK_RECORD_EVENTS) that process `pid` is a JVM started
+ * with the agent. One write of one line to a file opened for appending. */
+LB_LOCAL void lb_note_jvm(long pid, const char* path) {
+  const char* events = getenv("LOOKBACK_RECORD_EVENTS");
+  if (events == NULL || events[0] == '\0') return;
+  const int saved_errno = errno;
+  const int fd = open(events, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd >= 0) {
+    char line[512];
+    const int len = snprintf(line, sizeof line, "jvm-started %ld %s\n", pid, path != NULL ? path : "?");
+    if (len > 0) {
+      const ssize_t ignored = write(fd, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+      (void)ignored;
+    }
+    close(fd);
+  }
+  errno = saved_errno;
+}
+
+/* Declares `lb_av`: argv, or argv with the JVM flags inserted, in arrays on
+ * this stack frame (an exec may run in a vfork child: no malloc). */
+#define LB_JVM_ARGV(path, argv)                                                                  \
+  const char* lb_flags = lb_jvm_flags_for((path), (argv));                                       \
+  const size_t lb_n = lb_argc(argv);                                                             \
+  char lb_buf[lb_flags != NULL ? strlen(lb_flags) + 1 : 1];                                      \
+  char* lb_out[lb_flags != NULL ? lb_n + LB_MAX_JVM_FLAGS + 1 : 1];                              \
+  char* const* lb_av = lb_flags != NULL ? lb_with_jvm_flags(lb_flags, lb_buf, (argv), lb_n, lb_out) : (argv)
 
 typedef int (*execve_fn)(const char*, char* const[], char* const[]);
 typedef int (*execv_fn)(const char*, char* const[]);
@@ -29,14 +119,18 @@ LB_NOINST int execve(const char* path, char* const argv[], char* const envp[]) {
   static execve_fn real;
   if (real == NULL) real = (execve_fn)dlsym(RTLD_NEXT, "execve");
   lb_before_exec();
-  return real(path, argv, envp);
+  LB_JVM_ARGV(path, argv);
+  if (lb_flags != NULL) lb_note_jvm((long)getpid(), path);
+  return real(path, lb_av, envp);
 }
 
 LB_NOINST int execvpe(const char* file, char* const argv[], char* const envp[]) {
   static execve_fn real;
   if (real == NULL) real = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
   lb_before_exec();
-  return real(file, argv, envp);
+  LB_JVM_ARGV(file, argv);
+  if (lb_flags != NULL) lb_note_jvm((long)getpid(), file);
+  return real(file, lb_av, envp);
 }
 
 #define LB_EXECV(name)                                           \
@@ -44,7 +138,9 @@ LB_NOINST int execvpe(const char* file, char* const argv[], char* const envp[]) 
     static execv_fn real;                                        \
     if (real == NULL) real = (execv_fn)dlsym(RTLD_NEXT, #name);  \
     lb_before_exec();                                            \
-    return real(path, argv);                                     \
+    LB_JVM_ARGV(path, argv);                                     \
+    if (lb_flags != NULL) lb_note_jvm((long)getpid(), path);     \
+    return real(path, lb_av);                                    \
   }
 
 LB_EXECV(execv)
@@ -54,8 +150,30 @@ LB_NOINST int fexecve(int fd, char* const argv[], char* const envp[]) {
   static execve_fn2 real;
   if (real == NULL) real = (execve_fn2)dlsym(RTLD_NEXT, "fexecve");
   lb_before_exec();
-  return real(fd, argv, envp);
+  LB_JVM_ARGV(NULL, argv);
+  if (lb_flags != NULL) lb_note_jvm((long)getpid(), argv[0]);
+  return real(fd, lb_av, envp);
 }
+
+/* posix_spawn and posix_spawnp: the JVM flags only (no dump, see above). */
+typedef int (*spawn_fn)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                        char* const[], char* const[]);
+
+#define LB_SPAWN(name)                                                                                    \
+  LB_NOINST int name(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,             \
+                     const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {             \
+    static spawn_fn real;                                                                                 \
+    if (real == NULL) real = (spawn_fn)dlsym(RTLD_NEXT, #name);                                           \
+    LB_JVM_ARGV(path, argv);                                                                              \
+    pid_t child = 0;                                                                                      \
+    const int rc = real(&child, path, actions, attr, lb_av, envp);                                        \
+    if (pid != NULL) *pid = child;                                                                        \
+    if (rc == 0 && lb_flags != NULL) lb_note_jvm((long)child, path);                                      \
+    return rc;                                                                                            \
+  }
+
+LB_SPAWN(posix_spawn)
+LB_SPAWN(posix_spawnp)
 
 /* The execl family: at most LB_EXECL_MAX arguments (more is E2BIG, as a
  * kernel with a small ARG_MAX would say). Collects the argument list after

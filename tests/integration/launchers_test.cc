@@ -1,0 +1,236 @@
+// Every JVM that `lookback record` starts, directly or through any chain of
+// processes, gets the agent (docs/jvm.md, "Launchers, build tools and child
+// JVMs"): a shell script that runs java, a JVM that starts another with
+// ProcessBuilder, Debian's groovy, clojure and jruby launchers. Each JVM
+// writes its own dump; record lists them all and explains a JVM it could not
+// trace instead of blaming the compiler flags; `lookback attach` given a
+// script's pid finds the JVM below it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace lookback::testing {
+namespace {
+
+bool JvmAvailable() {
+  if (LOOKBACK_TEST_SANITIZED) return false;  // as in jvm_test.cc: HotSpot and the sanitizers do not mix
+  return std::string(LOOKBACK_TEST_JAVA).size() > 0 &&
+         access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/SpawnsJvm.class").c_str(), R_OK) == 0;
+}
+
+#define REQUIRE_JVM() \
+  if (!JvmAvailable()) GTEST_SKIP() << "no JDK (java, javac), no JVM agent built, or a sanitized build"
+
+// The process id in a dump's name (PROGRAM-PID-SEQ.lbk).
+long DumpPid(const std::string& path) {
+  const std::string name = path.substr(path.rfind('/') + 1);
+  const size_t last = name.rfind('-');
+  const size_t before = name.rfind('-', last - 1);
+  return std::stol(name.substr(before + 1, last - before - 1));
+}
+
+// Methods entered in a dump, by their Java names.
+std::multiset<std::string> EnteredMethods(const std::string& dump) {
+  RunResult ev = RunProgram({Cli(), "events", dump});
+  EXPECT_EQ(ev.exit_code, 0) << ev.err;
+  std::multiset<std::string> out;
+  std::istringstream in(ev.out);
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, '\t');) f.push_back(c);
+    if (f.size() >= 5 && f[2] == "ENTER") out.insert(f[4]);
+  }
+  return out;
+}
+
+bool HasMethodContaining(const std::multiset<std::string>& methods, const std::string& part) {
+  for (const std::string& m : methods) {
+    if (m.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(ChildProcesses, AJvmStartedByProcessBuilderWritesItsOwnDump) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("child-jvm");
+  const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", LOOKBACK_TEST_JAVA, "-cp",
+                                  LOOKBACK_TEST_JAVA_CLASSES, "SpawnsJvm", "parent"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("child exited 0"), std::string::npos) << r.out;
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 2u) << r.err;
+  std::set<long> pids;
+  int parents = 0, children = 0;
+  for (const std::string& d : dumps) {
+    SCOPED_TRACE(d);
+    pids.insert(DumpPid(d));
+    EXPECT_EQ(MustOpen(d).process.pid, static_cast<uint32_t>(DumpPid(d)));
+    // record lists every dump it saw written, the child's too.
+    EXPECT_NE(r.err.find("dump written: " + d), std::string::npos) << r.err;
+    const auto methods = EnteredMethods(d);
+    const bool parent = methods.count("long SpawnsJvm.parentWork(int)") == 50;
+    const bool child = methods.count("long SpawnsJvm.childWork(int)") == 50;
+    EXPECT_NE(parent, child) << "each dump holds its own process's methods only";
+    parents += parent;
+    children += child;
+  }
+  EXPECT_EQ(pids.size(), 2u);
+  EXPECT_EQ(parents, 1);
+  EXPECT_EQ(children, 1);
+  EXPECT_EQ(r.err.find("no dump was written"), std::string::npos) << r.err;
+}
+
+TEST(Launchers, AShellScriptThatRunsJavaIsTraced) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("script-jvm");
+  const std::string script = dir + "/start.sh";
+  // Like an application's bin/start.sh: java found on PATH, run as a child
+  // (not exec'd), then the script goes on.
+  std::ofstream(script) << "#!/bin/sh\nPATH=\"$(dirname \"$1\"):$PATH\"\njava -cp \"$2\" SpawnsJvm child\necho script done\n";
+  chmod(script.c_str(), 0755);
+  const RunResult r =
+      RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", script, LOOKBACK_TEST_JAVA, LOOKBACK_TEST_JAVA_CLASSES});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("script done"), std::string::npos);
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  EXPECT_EQ(EnteredMethods(dumps[0]).count("long SpawnsJvm.childWork(int)"), 50u);
+  EXPECT_EQ(MustOpen(dumps[0]).process.name, "java");
+}
+
+TEST(Launchers, AJvmLookbackCannotSeeIsNamedInsteadOfTheCompilerFlags) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("untraced-jvm");
+  // A launcher under another name (as a jlink/jpackage image has): lookback
+  // adds its agent only to programs named `java`, so this JVM runs untraced
+  // and record must say so, not ask about -finstrument-functions.
+  const std::string launcher = dir + "/myapp";
+  ASSERT_EQ(symlink(LOOKBACK_TEST_JAVA, launcher.c_str()), 0);
+  const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", "/bin/sh", "-c",
+                                  launcher + " -cp " + LOOKBACK_TEST_JAVA_CLASSES + " SpawnsJvm child"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Dumps(dir + "/dumps").empty());
+  EXPECT_NE(r.err.find("a JVM ran untraced (pid "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lookback attach"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("-finstrument-functions"), std::string::npos) << r.err;
+}
+
+TEST(Launchers, ANativeProgramWithoutHooksStillGetsTheCompilerHint) {
+  const std::string dir = FreshDir("no-hooks");
+  const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", "/bin/true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("-finstrument-functions"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("JVM ran"), std::string::npos) << r.err;
+}
+
+// Debian's launchers for JVM languages: each script's own methods are in the
+// dump, in the language's compiled form. Skipped where a launcher is not
+// installed (scripts/install-deps.sh installs them).
+struct LanguageCase {
+  const char* launcher;
+  const char* file;
+  const char* source;
+  const char* method;  // part of a method name the language compiles the script's greet into
+};
+
+class LanguageLaunchers : public ::testing::TestWithParam<LanguageCase> {};
+
+TEST_P(LanguageLaunchers, TheScriptsOwnMethodsAreInTheDump) {
+  REQUIRE_JVM();
+  const LanguageCase& c = GetParam();
+  const std::string path = "/usr/bin/" + std::string(c.launcher);
+  if (access(path.c_str(), X_OK) != 0) GTEST_SKIP() << path << " is not installed";
+  const std::string dir = FreshDir(std::string("launcher-") + c.launcher);
+  std::ofstream(dir + "/" + c.file) << c.source;
+  const RunResult r =
+      RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", c.launcher, c.file}, {}, dir, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("hi lookback"), std::string::npos) << r.out;
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_FALSE(dumps.empty()) << r.err;
+  bool found = false;
+  for (const std::string& d : dumps) found = found || HasMethodContaining(EnteredMethods(d), c.method);
+  EXPECT_TRUE(found) << "no method containing '" << c.method << "' in " << dumps.size() << " dump(s)";
+  EXPECT_EQ(r.err.find("no dump was written"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Debian, LanguageLaunchers,
+    ::testing::Values(
+        LanguageCase{"groovy", "hello.groovy", "def greet(n) { 'hi ' + n }\nprintln greet('lookback')\n", "hello.greet("},
+        LanguageCase{"clojure", "hello.clj", "(defn greet [n] (str \"hi \" n))\n(println (greet \"lookback\"))\n",
+                     "user$greet.invoke"},
+        LanguageCase{"jruby", "hello.rb", "def greet(n)\n  'hi ' + n\nend\nputs greet('lookback')\n",
+                     "RUBY$method$greet"}),
+    [](const ::testing::TestParamInfo<LanguageCase>& i) { return std::string(i.param.launcher); });
+
+TEST(Launchers, AttachGivenAScriptsPidFindsTheJvmBelowIt) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("attach-script");
+  const RunResult none = RunProgram({Cli(), "attach", std::to_string(getpid())});
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("is not a JVM and runs none"), std::string::npos) << none.err;
+  // A script whose JVM (AttachTarget, a child of the shell) runs until DIR/stop exists.
+  const std::string cp = std::string(LOOKBACK_TEST_JAVA_CLASSES) + ":" + LOOKBACK_TEST_JAVA_API;
+  const pid_t sh = fork();
+  ASSERT_GE(sh, 0);
+  if (sh == 0) {
+    const std::string cmd = std::string(LOOKBACK_TEST_JAVA) + " -cp " + cp + " AttachTarget " + dir + " > " + dir +
+                            "/out.txt; echo script done >> " + dir + "/out.txt";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  struct Reaper {
+    std::string stop;
+    pid_t pid;
+    ~Reaper() {
+      std::ofstream(stop.substr(0, stop.rfind('/')) + "/detached") << "1";
+      std::ofstream(stop) << "1";
+      int status = 0;
+      for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+      if (waitpid(pid, &status, WNOHANG) == 0) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    }
+  } reaper{dir + "/stop", sh};
+  // Wait until the JVM has said "ready".
+  std::string out;
+  for (int i = 0; i < 3000 && out.find("phase 1") == std::string::npos; ++i) {
+    usleep(10000);
+    std::ifstream f(dir + "/out.txt");
+    out.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  ASSERT_NE(out.find("phase 1"), std::string::npos) << out;
+  int jvm = 0;
+  ASSERT_EQ(sscanf(out.c_str(), "ready %d", &jvm), 1) << out;
+  const RunResult a = RunProgram({Cli(), "attach", std::to_string(sh), "--dir", dir + "/dumps", "--jvm-include",
+                                  "AttachTarget.*"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.err.find("attaching to the JVM it runs, pid " + std::to_string(jvm)), std::string::npos) << a.err;
+  std::ofstream(dir + "/attached") << "1";
+  for (int i = 0; i < 3000 && out.find("phase 2") == std::string::npos; ++i) {  // 20 calls while attached
+    usleep(10000);
+    std::ifstream f(dir + "/out.txt");
+    out.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  ASSERT_NE(out.find("phase 2"), std::string::npos) << out;
+  const RunResult d = RunProgram({Cli(), "dump", std::to_string(jvm), "--reason", "attached-through-script"});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_FALSE(dumps.empty());
+  bool traced = false;
+  for (const std::string& p : dumps) traced = traced || EnteredMethods(p).count("long AttachTarget.whileAttached(int)") > 0;
+  EXPECT_TRUE(traced);
+}
+
+}  // namespace
+}  // namespace lookback::testing

@@ -135,13 +135,18 @@ TEST(Launchers, ANativeProgramWithoutHooksStillGetsTheCompilerHint) {
 }
 
 // Debian's launchers for JVM languages: each script's own methods are in the
-// dump, in the language's compiled form. Skipped where a launcher is not
+// dump, in the language's compiled form; and Ant, a build tool, whose build
+// JVM runs the task. Skipped where a launcher is not
 // installed (scripts/install-deps.sh installs them).
 struct LanguageCase {
   const char* launcher;
   const char* file;
   const char* source;
   const char* method;  // part of a method name the language compiles the script's greet into
+  const char* option = nullptr;  // put before the file (ant -f build.xml)
+  // Ant's task is not its JVM's last work: an 8 MiB ring (1 M records) holds
+  // only the JVM's shutdown, so its case records into a ring that holds the run.
+  const char* buffer_size = "8M";
 };
 
 class LanguageLaunchers : public ::testing::TestWithParam<LanguageCase> {};
@@ -153,8 +158,10 @@ TEST_P(LanguageLaunchers, TheScriptsOwnMethodsAreInTheDump) {
   if (access(path.c_str(), X_OK) != 0) GTEST_SKIP() << path << " is not installed";
   const std::string dir = FreshDir(std::string("launcher-") + c.launcher);
   std::ofstream(dir + "/" + c.file) << c.source;
-  const RunResult r =
-      RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", c.launcher, c.file}, {}, dir, 300);
+  std::vector<std::string> argv = {Cli(), "record", "--buffer-size", c.buffer_size, "--dir", dir + "/dumps", "--", c.launcher};
+  if (c.option != nullptr) argv.push_back(c.option);
+  argv.push_back(c.file);
+  const RunResult r = RunProgram(argv, {}, dir, 300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("hi lookback"), std::string::npos) << r.out;
   const std::vector<std::string> dumps = Dumps(dir + "/dumps");
@@ -172,7 +179,12 @@ INSTANTIATE_TEST_SUITE_P(
         LanguageCase{"clojure", "hello.clj", "(defn greet [n] (str \"hi \" n))\n(println (greet \"lookback\"))\n",
                      "user$greet.invoke"},
         LanguageCase{"jruby", "hello.rb", "def greet(n)\n  'hi ' + n\nend\nputs greet('lookback')\n",
-                     "RUBY$method$greet"}),
+                     "RUBY$method$greet"},
+        // A build tool, offline: the build's own JVM runs the task.
+        LanguageCase{"ant", "build.xml",
+                     "<project name=\"p\" default=\"hello\"><target name=\"hello\">"
+                     "<echo message=\"hi lookback\"/></target></project>\n",
+                     "org.apache.tools.ant.taskdefs.Echo.execute()", "-f", "32M"}),
     [](const ::testing::TestParamInfo<LanguageCase>& i) { return std::string(i.param.launcher); });
 
 TEST(Launchers, AttachGivenAScriptsPidFindsTheJvmBelowIt) {

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "format/format.h"
+#include "runtime/ring_abi.h"
 
 namespace lookback::cli {
 
@@ -38,8 +40,9 @@ const Command kCommands[] = {
 int main(int argc, char** argv) {
   using namespace lookback::cli;
   CLI::App app{"lookback: always-on method tracing, dumped just in time", "lookback"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "lookback 0.1.0 (dump format 1)");
+  app.require_subcommand(0, 1);
+  app.set_version_flag("--version", "lookback 0.1.0 (dump format " + std::to_string(lookback::format::kDumpVersion) +
+                                        ", ring ABI " + std::to_string(LOOKBACK_RING_ABI) + ")");
   Runner runner;
   for (const auto& c : kCommands) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
@@ -65,5 +68,9 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }
-  return runner ? runner() : kExitUsage;
+  if (!runner) {  // bare `lookback`: what it can do, as uftrace prints its usage
+    fprintf(stderr, "%s", app.help().c_str());
+    return kExitUsage;
+  }
+  return runner();
 }

@@ -1,8 +1,11 @@
 // The recorder's fast path: what runs at every traced function entry and exit.
 //
-// ABI shared by every front-end (compiler hooks now, an inlining pass and a JVM
-// agent later): the initial-exec thread-local `lb_tls_ring` and the first cache
-// line of `Ring`. Change either and you change the ABI: bump ring_abi.h.
+// ABI shared by every front-end (the compiler hooks, the clang pass, which
+// inlines this code into programs, and the JVM agent through lb_enter/lb_exit):
+// the initial-exec thread-local `lb_tls_ring`, the first cache line of `Ring`
+// and the fields the fast path reads beyond it (on_cpu, sparse_ticks,
+// dense_sync, last_tsc, event_tags). Change any and you change the ABI: bump
+// ring_abi.h.
 //
 // Thread-local state machine (lb_tls_ring):
 //   a sentinel         thread not seen yet: the first trace point takes the

@@ -305,6 +305,20 @@ TEST(Config, BadRecordFlagIsAUsageError) {
   EXPECT_NE(r.err.find("--buffer-size 'huge' is not a size"), std::string::npos) << r.err;
 }
 
+TEST(Cli, BareLookbackListsItsCommands) {
+  RunResult r = RunProgram({Cli()});
+  EXPECT_EQ(r.exit_code, 2);
+  for (const char* command : {"record", "attach", "info", "report", "convert", "export"}) {
+    EXPECT_NE(r.err.find(std::string("\n  ") + command), std::string::npos) << command << " in:\n" << r.err;
+  }
+}
+
+TEST(Cli, VersionNamesTheDumpFormatItWrites) {
+  RunResult r = RunProgram({Cli(), "--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("dump format " + std::to_string(format::kDumpVersion) + ","), std::string::npos) << r.out;
+}
+
 TEST(DumpDir, UnwritableDirectoryGivesOneClearErrorAndTheProgramRunsOn) {
   const std::string dir = FreshDir("unwritable");
   const std::string blocker = dir + "/not-a-dir";

@@ -135,6 +135,24 @@ TEST_P(JvmModes, EveryThreadsCallSequenceEqualsGroundTruthUnderItsJavaName) {
   EXPECT_TRUE(run.recorded.count("calltree-worker-3"));
 }
 
+// HotSpot's own threads start before the agent's first ThreadStart event:
+// they are named at VMInit, whole, not with the kernel's 15 bytes
+// ("Reference Handl"). EarlyThreads makes the Reference Handler run Java code.
+TEST(JvmThreads, ThreadsStartedBeforeTheAgentsFirstEventHaveWholeJavaNames) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-early-threads");
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--", LOOKBACK_TEST_JAVA, "-cp",
+                                  LOOKBACK_TEST_JAVA_CLASSES, "EarlyThreads"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.out.find("enqueued"), std::string::npos) << r.out;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  std::set<std::string> names;
+  for (const auto& t : MustOpen(dumps[0]).threads) names.insert(t.name);
+  EXPECT_EQ(names.count("Reference Handler"), 1u) << ::testing::PrintToString(names);
+  for (const std::string& n : names) EXPECT_NE(n.size(), 15u) << "a kernel-truncated name: " << n;
+}
+
 // Exporters name Java methods as Java tools do: ART's .trace splits class,
 // name and descriptor; Nanoscope's text uses PrettyMethod signatures and the
 // Java thread name in its file names.

@@ -341,6 +341,10 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
 
 void JNICALL OnVMInit(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
   NameStartingThread(jvmti, jni, thread);
+  // HotSpot's own threads (Reference Handler, Finalizer, Signal Dispatcher,
+  // Common-Cleaner) start before the live phase, so no ThreadStart names
+  // them: without this they keep the kernel's 15 bytes ("Reference Handl").
+  NameRunningThreads(jvmti, jni);
   StartMode(jvmti, jni);
 }
 

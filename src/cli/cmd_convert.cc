@@ -66,7 +66,8 @@ Runner SetupConvert(CLI::App* sub) {
   sub->add_option("--thread", o->thread, "Only this thread (tid or name)");
   sub->add_option("--window", o->window,
                   "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
-                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
+                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s; "
+                  "monotonic:START_NS..END_NS in the traced process's own CLOCK_MONOTONIC");
   sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
   sub->add_flag("-q,--quiet", o->quiet, "Print only errors");
   return [o] { return Run(*o); };

@@ -93,6 +93,11 @@ int CheckRecorderFlags(const RecordOptions& o) {
 std::vector<std::pair<std::string, std::string>> RecorderSettings(const RecordOptions& o, const std::string& dir) {
   std::vector<std::pair<std::string, std::string>> s = {{"LOOKBACK_DIR", dir},
                                                         {"LOOKBACK_DUMP_AT_EXIT", o.no_exit_dump ? "0" : "1"}};
+  // This command, for the JVM agent, which runs it to write Nanoscope's text
+  // at STOP_TRACING (src/frontends/jvm/nanoscope_control.cc).
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) s.emplace_back("LOOKBACK_CLI", std::string(self, static_cast<size_t>(n)));
   auto set_if = [&](const char* var, const std::string& v) {
     if (!v.empty()) s.emplace_back(var, v);
   };

@@ -1,5 +1,7 @@
 #include "model/walk.h"
 
+#include <cerrno>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -225,8 +227,33 @@ WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const 
   return result;
 }
 
+namespace {
+constexpr std::string_view kMonotonicWindow = "monotonic:";
+
+// "monotonic:START..END", both in CLOCK_MONOTONIC ns; either side may be empty.
+std::string ParseMonotonicWindow(const std::string& text, std::optional<int64_t>* start, std::optional<int64_t>* end) {
+  const std::string body = text.substr(kMonotonicWindow.size());
+  const size_t dots = body.find("..");
+  if (dots == std::string::npos) return "window '" + text + "' must be monotonic:START_NS..END_NS";
+  auto parse = [&](const std::string& s, std::optional<int64_t>* out) -> bool {
+    if (s.empty()) return true;
+    char* rest = nullptr;
+    errno = 0;
+    const long long v = strtoll(s.c_str(), &rest, 10);
+    if (errno != 0 || rest == s.c_str() || *rest != '\0' || v < 0) return false;
+    *out = v;
+    return true;
+  };
+  if (!parse(body.substr(0, dots), start) || !parse(body.substr(dots + 2), end))
+    return "window '" + text + "': monotonic times are whole nanoseconds";
+  if (start->has_value() && end->has_value() && **start >= **end) return "window '" + text + "' is empty";
+  return "";
+}
+}  // namespace
+
 std::string ResolveWindow(const format::Dump& d, const std::string& text, WalkOptions* wo) {
   if (text.empty()) return "";
+  if (text.rfind(kMonotonicWindow, 0) == 0) return ParseMonotonicWindow(text, &wo->window_start_ns, &wo->window_end_ns);
   bool relative_to_dump = false;
   std::string err = ParseWindow(text, &relative_to_dump, &wo->window_start_ns, &wo->window_end_ns);
   if (!err.empty()) return err;
@@ -250,6 +277,10 @@ std::string ResolveWindow(const format::Dump& d, const std::string& text, WalkOp
 
 std::string ParseWindow(const std::string& text, bool* relative_to_dump, std::optional<int64_t>* start,
                         std::optional<int64_t>* end) {
+  if (text.rfind(kMonotonicWindow, 0) == 0) {
+    *relative_to_dump = false;
+    return ParseMonotonicWindow(text, start, end);
+  }
   const size_t dots = text.find("..");
   if (dots == std::string::npos) return "window '" + text + "' must be START..END (e.g. -2s.. or 0..1.5s)";
   auto parse = [&](std::string s, std::optional<int64_t>* out, bool* is_signed) -> std::string {

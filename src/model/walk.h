@@ -101,7 +101,10 @@ std::string ResolveWindow(const format::Dump& dump, const std::string& text, Wal
 
 // Parses "START..END" with units ns/us/ms/s, relative to the dump time when
 // signed ("-2s..", "-500ms..-100ms") and to the first event otherwise
-// ("0..1.5s"). Either side may be empty. Returns "" or an error.
+// ("0..1.5s"). Either side may be empty. "monotonic:START..END" gives both
+// ends in the traced process's own CLOCK_MONOTONIC ns, unshifted (a program
+// that noted its clock, such as the JVM agent's STOP_TRACING). Returns "" or
+// an error.
 std::string ParseWindow(const std::string& text, bool* relative_to_dump, std::optional<int64_t>* start,
                         std::optional<int64_t>* end);
 

@@ -16,24 +16,35 @@
 // relative path is taken from there, and a path that leaves it is refused
 // with one line on stderr. The trace starts with the frames already open at
 // START (flagged, as `convert --window` does), so it is balanced.
+//
+// The text is written by the `lookback` command (`convert --to nanoscope`),
+// run as a child process: the agent itself links no reader, symbolizer or
+// exporter (a JVM should load nothing but the recorder to trace), and the
+// conversion's memory and libraries stay out of the traced JVM. The command
+// is LOOKBACK_CLI (set by `lookback record` and `lookback attach`), else the
+// `lookback` beside this library or in ../bin.
+#include <dlfcn.h>
 #include <jni.h>
+#include <spawn.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
-#include "exporters/exporters.h"
-#include "format/reader.h"
 #include "frontends/jvm/jvm_agent.h"
-#include "model/walk.h"
-#include "symbolize/symbolizer.h"
+
+extern char** environ;
 
 namespace lookback::jvm {
 namespace {
@@ -72,38 +83,68 @@ fs::path ConfinedPath(const std::string& dir, const std::string& file) {
   return p;
 }
 
+// The `lookback` command, or "" if there is none to be found.
+std::string FindCli() {
+  if (const char* env = getenv("LOOKBACK_CLI"); env != nullptr && access(env, X_OK) == 0) return env;
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&FindCli), &self) == 0 || self.dli_fname == nullptr) return "";
+  const fs::path dir = fs::path(self.dli_fname).parent_path();
+  for (const fs::path& p : {dir / "lookback", dir / ".." / "bin" / "lookback"}) {
+    if (access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+// Runs argv with the JVM's environment less LD_PRELOAD (the command need not
+// carry the recorder) and waits for it; returns its exit status or -1.
+int RunAndWait(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (strncmp(*e, "LD_PRELOAD=", 11) != 0) env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), env.data()) != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // On a thread of its own: dump, write the thread's window as Nanoscope text
-// to a temporary file beside the target, rename it into place.
+// to a temporary directory beside the target, rename it into place.
 void Flush(uint32_t tid, int64_t start_ns, int64_t stop_ns, fs::path target) {
   char path[4096];
   if (g_runtime.dump_sync("nanoscope STOP_TRACING", path, sizeof path) != 0) {
     Say(std::string("STOP_TRACING: no trace written to ") + target.string() + ": the dump failed (" + path + ")");
     return;
   }
-  auto dump = format::Dump::Open(path);
   std::error_code ec;
-  if (!dump.ok()) {
-    Say("STOP_TRACING: cannot read the dump " + std::string(path) + ": " + dump.error().ToString());
-    return;
-  }
+  const std::string cli = FindCli();
+  std::string error;
+  if (cli.empty()) error = "cannot find the lookback command to write it (set LOOKBACK_CLI)";
   const fs::path tmp = target.parent_path() / (".lookback-nanoscope-" + std::to_string(tid) + "-" +
                                                std::to_string(stop_ns));
   fs::create_directories(target.parent_path(), ec);
-  symbolize::Symbolizer symbols(dump.value());
-  model::WalkOptions wo;
-  wo.thread = std::to_string(tid);
-  if (start_ns > 0) wo.window_start_ns = start_ns;
-  wo.window_end_ns = stop_ns;
-  exporters::ExportOptions eo;
-  eo.out = tmp.string();
-  auto sink = exporters::MakeNanoscopeSink(eo);
-  const model::WalkResult res = model::Walk(dump.value(), symbols, wo, *sink);
-  std::string error = res.error;
-  fs::path written;
-  for (const auto& e : fs::directory_iterator(tmp, ec)) {
-    if (e.path().extension() == ".txt") written = e.path();
+  if (error.empty()) {
+    // The window in the process's own CLOCK_MONOTONIC, as noted at START and STOP.
+    const std::string window = "monotonic:" + (start_ns > 0 ? std::to_string(start_ns) : "") + ".." +
+                               std::to_string(stop_ns);
+    const int rc = RunAndWait({cli, "convert", path, "--to", "nanoscope", "--thread", std::to_string(tid),
+                               "--window", window, "-o", tmp.string(), "-q"});
+    if (rc != 0) error = "lookback convert " + std::string(path) + " failed (" + std::to_string(rc) + ")";
   }
-  if (error.empty() && written.empty()) error = "thread " + std::to_string(tid) + " is not in the dump";
+  fs::path written;
+  if (error.empty()) {
+    for (const auto& e : fs::directory_iterator(tmp, ec)) {
+      if (e.path().extension() == ".txt") written = e.path();
+    }
+    if (written.empty()) error = "thread " + std::to_string(tid) + " is not in the dump";
+  }
   if (error.empty()) {
     fs::rename(written, target, ec);
     if (ec) error = "cannot move the trace to " + target.string() + ": " + ec.message();

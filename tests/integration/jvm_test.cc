@@ -770,6 +770,28 @@ TEST(JvmInlined, ProbeInlinedTracesEveryCall) {
   EXPECT_NE(run.info.out.find("methods C2 always inlines are traced too"), std::string::npos) << run.info.out;
 }
 
+// The agent's own option, outside `record`: inlined=probe on the -agentpath
+// line does what --jvm-probe-inlined does; a wrong value stops the JVM.
+TEST(JvmInlined, AgentOptionOnTheAgentpathLine) {
+  REQUIRE_JVM();
+  const std::string cli = Cli();
+  const std::string agent = cli.substr(0, cli.rfind('/') + 1) + "liblookback-jvm.so";
+  const std::string dir = FreshDir("jvm-inlined-agentpath");
+  const RunResult r = RunProgram({LOOKBACK_TEST_JAVA,
+                                  "-agentpath:" + agent + "=include=Inlined.*,inlined=probe,dir=" + dir + ",dump_at_exit=1",
+                                  "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Inlined", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir);
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  const Threads ev = RecordedEvents(dumps[0], {kGetter, kLeaf});
+  ASSERT_TRUE(ev.count("main"));
+  EXPECT_EQ(ev.at("main").size(), 2u * 2 * 2000);  // enter and exit of 2000 calls of each
+  const RunResult bad = RunProgram({LOOKBACK_TEST_JAVA, "-agentpath:" + agent + "=inlined=sometimes,dir=" + dir,
+                                    "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Inlined", "1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("inlined must be skip or probe"), std::string::npos) << bad.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("inline", "listener"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 

@@ -115,6 +115,7 @@ int Run(const AttachOptions& given, const RecordOptions& o) {
   std::string options = "mode=" + o.jvm_mode;
   for (const std::string& g : o.jvm_include) options += ",include=" + g;
   for (const std::string& g : o.jvm_exclude) options += ",exclude=" + g;
+  if (o.jvm_probe_inlined) options += ",inlined=probe";
   for (auto [var, value] : RecorderSettings(o, Absolute(o.dir))) {
     std::string key = var.substr(9);  // LOOKBACK_
     for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

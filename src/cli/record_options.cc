@@ -187,6 +187,9 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
       ->allow_extra_args(false);
   sub->add_option("--jvm-exclude", o->jvm_exclude, "For a JVM: do not trace methods matching this glob (repeatable)")
       ->allow_extra_args(false);
+  sub->add_flag("--jvm-probe-inlined", o->jvm_probe_inlined,
+                "For a JVM: also probe the tiny methods C2 always inlines (<= 35 bytecode bytes, no calls, no loops), "
+                "left out by default (agent option inlined=probe); docs/jvm.md");
 }
 
 }  // namespace lookback::cli

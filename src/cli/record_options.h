@@ -22,6 +22,7 @@ struct RecordOptions {
   bool quiet = false;
   std::string jvm_mode = "inline";  // docs/jvm.md
   std::vector<std::string> jvm_include, jvm_exclude;
+  bool jvm_probe_inlined = false;  // probes in methods C2 always inlines too (agent option inlined=probe)
   // Trigger flags: variable -> value, checked by the runtime's own parser.
   std::map<std::string, std::string> triggers;
   std::vector<std::string> command;

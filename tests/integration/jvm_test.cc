@@ -83,12 +83,15 @@ struct JvmRun {
   Threads truth, recorded;
 };
 
+// --jvm-probe-inlined: these tests compare every call with the program's own
+// log and listener mode's events, so the methods C2 always inlines (next(),
+// which inline mode leaves unprobed by default) must be traced too.
 JvmRun RecordCallTree(const std::string& name, const std::string& mode, int threads, int calls) {
   JvmRun run;
   const std::string dir = FreshDir(name);
   const std::string gt = dir + "/ground-truth.txt";
-  run.result = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", mode, "--jvm-include",
-                           "CallTree.*", "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree",
+  run.result = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", mode, "--jvm-probe-inlined",
+                           "--jvm-include", "CallTree.*", "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree",
                            std::to_string(threads), std::to_string(calls), "42", gt});
   const auto dumps = Dumps(dir + "/dumps");
   if (dumps.size() == 1) run.dump = dumps[0];
@@ -437,7 +440,8 @@ TEST_P(JvmModes, JavaAndNativeCallsNestInOneThreadsTrack) {
   const std::string lib = Program("libjni_mixed.so");
   if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << "libjni_mixed.so not built (no JNI headers)";
   const std::string dir = FreshDir(std::string("jvm-mixed-") + GetParam());
-  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--jvm-mode", GetParam(), "--",
+  // --jvm-probe-inlined: the chain ends in javaLeaf, a method C2 always inlines.
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--jvm-mode", GetParam(), "--jvm-probe-inlined", "--",
                                   LOOKBACK_TEST_JAVA, "-Dmixed.lib=" + lib, "-cp", LOOKBACK_TEST_JAVA_CLASSES,
                                   "MixedJni", "mixed"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -710,6 +714,100 @@ TEST(JvmModesAgree, ListenerAndInlineRecordTheSameCalls) {
     compared += evs.size();
   }
   EXPECT_GT(compared, 1000u);
+}
+
+// The always-inlined rule (docs/jvm.md, "Methods the JIT inlines"): by
+// default the methods C2 always inlines (tests/java/Inlined.java: a getter
+// and a small leaf, each called 10 000 times) get no probes, the `jvm` note
+// that `lookback info` shows counts them and names the rule, and the methods
+// just outside the rule (a loop, more than 35 bytes, a call) are traced;
+// --jvm-probe-inlined brings every call back. Both under -Xverify:all.
+struct InlinedRun {
+  RunResult result, info;
+  std::map<std::string, size_t> enters, exits;  // by method name
+};
+
+InlinedRun RecordInlined(const std::string& name, const std::vector<std::string>& flags) {
+  InlinedRun run;
+  const std::string dir = FreshDir(name);
+  std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir, "--jvm-include", "Inlined.*"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"--", LOOKBACK_TEST_JAVA, "-Xverify:all", "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Inlined", "10"});
+  run.result = RunProgram(argv);
+  const auto dumps = Dumps(dir);
+  if (dumps.size() != 1) return run;
+  run.info = RunProgram({Cli(), "info", dumps[0]});
+  RunResult ev = RunProgram({Cli(), "events", dumps[0]});
+  EXPECT_EQ(ev.exit_code, 0) << ev.err;
+  std::istringstream in(ev.out);
+  for (std::string line; std::getline(in, line);) {
+    const auto f = Split(line, '\t');
+    if (f.size() < 5) continue;
+    if (f[2] == "ENTER") ++run.enters[f[4]];
+    if (f[2] == "EXIT") ++run.exits[f[4]];
+  }
+  return run;
+}
+
+constexpr const char* kGetter = "int Inlined.getValue()";
+constexpr const char* kLeaf = "int Inlined.leaf(int)";
+
+TEST(JvmInlined, MethodsC2AlwaysInlinesGetNoProbesByDefaultAndTheNoteCountsThem) {
+  REQUIRE_JVM();
+  const InlinedRun run = RecordInlined("jvm-inlined-default", {});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_NE(run.result.out.find("getValue 10000 leaf 10000"), std::string::npos) << run.result.out;
+  ASSERT_EQ(run.info.exit_code, 0) << run.result.err << run.info.err;
+  EXPECT_EQ(run.enters.count(kGetter), 0u);
+  EXPECT_EQ(run.enters.count(kLeaf), 0u);
+  EXPECT_EQ(run.exits.count(kGetter) + run.exits.count(kLeaf), 0u);
+  // Just outside the rule: traced, every call.
+  EXPECT_EQ(run.enters.count("long Inlined.work(Inlined, int)") ? run.enters.at("long Inlined.work(Inlined, int)") : 0, 10u);
+  EXPECT_EQ(run.enters.count("int Inlined.looping(int)") ? run.enters.at("int Inlined.looping(int)") : 0, 10u);
+  EXPECT_EQ(run.enters.count("int Inlined.bigLeaf(int)") ? run.enters.at("int Inlined.bigLeaf(int)") : 0, 10u);
+  EXPECT_EQ(run.enters.count("int Inlined.withCall(int)") ? run.enters.at("int Inlined.withCall(int)") : 0, 10u);
+  // The note: exactly the two methods of Inlined (the others are outside --jvm-include, not counted here).
+  EXPECT_NE(run.info.out.find("2 methods left unprobed: C2 always inlines them (<= 35 bytecode bytes, no calls, no "
+                              "loops); --jvm-probe-inlined"),
+            std::string::npos)
+      << run.info.out;
+}
+
+TEST(JvmInlined, ProbeInlinedTracesEveryCall) {
+  REQUIRE_JVM();
+  const InlinedRun run = RecordInlined("jvm-inlined-probe", {"--jvm-probe-inlined"});
+  ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+  ASSERT_EQ(run.info.exit_code, 0) << run.result.err << run.info.err;
+  for (const char* m : {kGetter, kLeaf}) {
+    SCOPED_TRACE(m);
+    ASSERT_TRUE(run.enters.count(m));
+    EXPECT_EQ(run.enters.at(m), 10000u);
+    EXPECT_EQ(run.exits.count(m) ? run.exits.at(m) : 0, 10000u);
+  }
+  EXPECT_EQ(run.info.out.find("methods left unprobed"), std::string::npos) << run.info.out;
+  EXPECT_NE(run.info.out.find("methods C2 always inlines are traced too"), std::string::npos) << run.info.out;
+}
+
+// The agent's own option, outside `record`: inlined=probe on the -agentpath
+// line does what --jvm-probe-inlined does; a wrong value stops the JVM.
+TEST(JvmInlined, AgentOptionOnTheAgentpathLine) {
+  REQUIRE_JVM();
+  const std::string cli = Cli();
+  const std::string agent = cli.substr(0, cli.rfind('/') + 1) + "liblookback-jvm.so";
+  const std::string dir = FreshDir("jvm-inlined-agentpath");
+  const RunResult r = RunProgram({LOOKBACK_TEST_JAVA,
+                                  "-agentpath:" + agent + "=include=Inlined.*,inlined=probe,dir=" + dir + ",dump_at_exit=1",
+                                  "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Inlined", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir);
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  const Threads ev = RecordedEvents(dumps[0], {kGetter, kLeaf});
+  ASSERT_TRUE(ev.count("main"));
+  EXPECT_EQ(ev.at("main").size(), 2u * 2 * 2000);  // enter and exit of 2000 calls of each
+  const RunResult bad = RunProgram({LOOKBACK_TEST_JAVA, "-agentpath:" + agent + "=inlined=sometimes,dir=" + dir,
+                                    "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Inlined", "1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("inlined must be skip or probe"), std::string::npos) << bad.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("inline", "listener"),

@@ -247,6 +247,53 @@ TEST(JvmRewriter, ExcludedMethodsAreLeftAloneAndIdsAreAskedInClassfileOrder) {
   }
 }
 
+// skip_inlined: the methods AlwaysInlined() takes are left unprobed (kInlined, no id
+// asked for them), the others are traced as without it; outside `selected` they are
+// kExcluded instead.
+TEST(JvmRewriter, SkipInlinedLeavesExactlyTheAlwaysInlinedMethodsUnprobed) {
+  size_t inlined_total = 0;
+  for (const auto& p : CorpusFiles()) {
+    auto bytes = ReadBytes(p);
+    const RewriteResult all = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+    RewriteRequest req = CountingRequest();
+    req.skip_inlined = true;
+    const RewriteResult some = RewriteClass(bytes.data(), bytes.size(), req);
+    ASSERT_TRUE(some.error.empty()) << some.error;
+    std::set<std::string> traced_all, traced_some, inlined;
+    for (const auto& t : all.traced) traced_all.insert(t.name + t.descriptor);
+    for (const auto& t : some.traced) traced_some.insert(t.name + t.descriptor);
+    for (const auto& s : some.skipped) {
+      if (s.reason == SkipReason::kInlined) inlined.insert(s.name + s.descriptor);
+    }
+    for (const auto& m : inlined) EXPECT_TRUE(traced_all.count(m)) << m << ": skipped, but not traceable anyway";
+    std::set<std::string> both = traced_some;
+    both.insert(inlined.begin(), inlined.end());
+    EXPECT_EQ(both, traced_all) << p;
+    EXPECT_EQ(traced_some.size() + inlined.size(), traced_all.size());
+    // Each one checked against the rule on its original code.
+    auto cf = ClassFile::Parse(bytes);
+    ASSERT_TRUE(cf.ok());
+    for (const auto& m : cf.value().methods) {
+      const std::string name(*cf.value().cp.Utf8(m.name_index)), key = name + std::string(*cf.value().cp.Utf8(m.descriptor_index));
+      if (!traced_all.count(key)) continue;
+      for (const auto& a : m.attributes) {
+        if (cf.value().AttributeName(a) != "Code") continue;
+        auto c = CodeAttribute::Parse(a.info);
+        ASSERT_TRUE(c.ok());
+        EXPECT_EQ(inlined.count(key) == 1,
+                  AlwaysInlined(name, m.access_flags, c.value().code, c.value().exceptions.size(), cf.value().cp))
+            << key;
+      }
+    }
+    inlined_total += inlined.size();
+    // Outside the agent's globs: excluded, not inlined.
+    req.selected = [](std::string_view, std::string_view) { return false; };
+    const RewriteResult none = RewriteClass(bytes.data(), bytes.size(), req);
+    for (const auto& s : none.skipped) EXPECT_NE(s.reason, SkipReason::kInlined);
+  }
+  EXPECT_GT(inlined_total, 0u);
+}
+
 TEST(JvmRewriter, IdsAboveTheSipushRangeComeFromIntegerConstants) {
   auto bytes = ReadBytes(CorpusFiles().front());
   auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest(100000));
@@ -318,6 +365,52 @@ TEST(JvmBytecode, InvertsEveryConditionalBranch) {
   EXPECT_EQ(InvertBranch(0x99), 0x9a);  // ifeq <-> ifne
   EXPECT_EQ(InvertBranch(0x9b), 0x9c);  // iflt <-> ifge
   EXPECT_EQ(InvertBranch(kOpIfnull), kOpIfnonnull);
+}
+
+// The always-inlined rule (rewriter.h AlwaysInlined, docs/jvm.md), on hand-made code:
+// small, no handler, no call, no loop, no monitor, no athrow, no dynamic constant.
+TEST(JvmRewriter, AlwaysInlinedRuleTakesTinyLeavesWithoutLoopsOnly) {
+  // #1 Integer 5, #2 Dynamic (bootstrap 0, #3), #3 NameAndType (#4, #4), #4 Utf8 "I"
+  const std::vector<uint8_t> pool = {0, 5, kCpInteger, 0, 0, 0, 5, kCpDynamic, 0, 0, 0, 3,
+                                     kCpNameAndType, 0, 4, 0, 4, kCpUtf8, 0, 1, 'I'};
+  ByteReader r(pool);
+  auto cp_or = ConstantPool::Parse(r);
+  ASSERT_TRUE(cp_or.ok()) << cp_or.error().ToString();
+  const ConstantPool& cp = cp_or.value();
+  auto inlined = [&](std::vector<uint8_t> code, uint16_t flags = 0, std::string_view name = "m", size_t handlers = 0) {
+    return AlwaysInlined(name, flags, code, handlers, cp);
+  };
+  const std::vector<uint8_t> getter = {0x2a, 0xb4, 0, 1, 0xac};  // aload_0; getfield; ireturn
+  EXPECT_TRUE(inlined(getter));
+  EXPECT_TRUE(inlined({kOpReturn}));
+  // iload_0; ifeq +5; iconst_1; ireturn; iconst_0; ireturn: a forward branch
+  EXPECT_TRUE(inlined({0x1a, 0x99, 0, 5, 0x04, 0xac, 0x03, 0xac}));
+  std::vector<uint8_t> size35(34, 0x00), size36(35, 0x00);  // nops
+  size35.push_back(kOpReturn);
+  size36.push_back(kOpReturn);
+  EXPECT_TRUE(inlined(size35));
+  EXPECT_FALSE(inlined(size36));
+  EXPECT_TRUE(inlined({0x12, 1, 0xac}));         // ldc Integer
+  EXPECT_FALSE(inlined({0x12, 2, 0xac}));        // ldc Dynamic: a bootstrap call
+  EXPECT_FALSE(inlined({kOpLdcW, 0, 2, 0xac}));  // ldc_w Dynamic
+  EXPECT_FALSE(inlined({0x00, kOpGoto, 0xff, 0xff}));  // a loop (backward goto)
+  EXPECT_FALSE(inlined({kOpGoto, 0, 0}));              // a jump to itself
+  EXPECT_FALSE(inlined({kOpInvokestatic, 0, 1, kOpReturn}));
+  EXPECT_FALSE(inlined({0x2a, 0xb6, 0, 1, kOpReturn}));              // invokevirtual
+  EXPECT_FALSE(inlined({0x2a, kOpInvokespecial, 0, 1, kOpReturn}));  // invokespecial
+  EXPECT_FALSE(inlined({0x2a, 0xb9, 0, 1, 1, 0, kOpReturn}));        // invokeinterface
+  EXPECT_FALSE(inlined({0xba, 0, 1, 0, 0, 0x57, kOpReturn}));        // invokedynamic; pop
+  EXPECT_FALSE(inlined({0x2a, 0xc2, 0x2a, 0xc3, kOpReturn}));        // monitorenter/monitorexit
+  EXPECT_FALSE(inlined({0x2a, kOpAthrow}));
+  EXPECT_FALSE(inlined({kOpJsr, 0, 4, kOpReturn, 0x4b, kOpRet, 0}));
+  EXPECT_FALSE(inlined(getter, kAccSynchronized));
+  EXPECT_FALSE(inlined(getter, kAccNative));
+  EXPECT_FALSE(inlined(getter, kAccAbstract));
+  EXPECT_FALSE(inlined(getter, 0, "<init>"));
+  EXPECT_FALSE(inlined({kOpReturn}, kAccStatic, "<clinit>"));
+  EXPECT_FALSE(inlined(getter, 0, "m", 1));  // an exception handler
+  EXPECT_FALSE(inlined({}));
+  EXPECT_FALSE(inlined({0xff}));  // not an instruction
 }
 
 // ---- real programs ----------------------------------------------------------

@@ -71,6 +71,7 @@ enum class Mode { kInline, kListener };
 struct Options {
   Mode mode = Mode::kInline;
   std::vector<std::string> include, exclude;  // globs over "pkg.Class.method"
+  bool probe_inlined = false;  // inlined=probe: probes in methods C2 always inlines too (AlwaysInlined)
   std::vector<std::pair<std::string, std::string>> runtime;  // LOOKBACK_<KEY>, value
   std::string error;
 };
@@ -104,6 +105,14 @@ Options ParseOptions(const char* text) {
         o.mode = Mode::kListener;
       } else {
         o.error = "mode must be inline or listener, not '" + value + "'";
+      }
+    } else if (key == "inlined") {
+      if (value == "skip") {
+        o.probe_inlined = false;
+      } else if (value == "probe") {
+        o.probe_inlined = true;
+      } else {
+        o.error = "inlined must be skip or probe, not '" + value + "'";
       }
     } else if (key == "include" || key == "exclude") {
       size_t p = 0;
@@ -161,6 +170,11 @@ void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv*, jclass, jobject, const ch
   if (hook_only && name != kRenameHookClass) return;
   RewriteRequest req;
   req.rename_hook = true;
+  // Methods C2 always inlines get no probes unless inlined=probe (docs/jvm.md).
+  req.skip_inlined = !hook_only && !g_options.probe_inlined;
+  req.selected = [](std::string_view cls, std::string_view method) {
+    return Selected(JavaClassName(cls) + "." + std::string(method));
+  };
   req.assign_id = [hook_only](std::string_view cls, std::string_view method,
                               std::string_view desc) -> std::optional<uint32_t> {
     if (hook_only || !Selected(JavaClassName(cls) + "." + std::string(method))) return std::nullopt;
@@ -362,7 +376,7 @@ bool LoadRuntime() {
   if (loaded == nullptr) loaded = dlopen("liblookback.so", RTLD_NOW | RTLD_NOLOAD);
   if (loaded != nullptr && !g_options.runtime.empty()) {
     Say("the lookback runtime was loaded before the agent (lookback record or LD_PRELOAD), so its settings come "
-        "from LOOKBACK_* variables; agent options other than mode/include/exclude are ignored");
+        "from LOOKBACK_* variables; agent options other than mode/include/exclude/inlined are ignored");
   }
   if (loaded == nullptr) {
     for (const auto& [var, value] : g_options.runtime) setenv(var.c_str(), value.c_str(), 1);
@@ -428,6 +442,9 @@ jint Start(JavaVM* vm, char* options, bool live) {
     return live ? kAttachBadOptions : JNI_ERR;  // at start: "agent library failed to init", as a wrong flag
   }
   g_live = live;
+  if (g_options.mode == Mode::kInline) {
+    g_stats.inlined_policy.store(g_options.probe_inlined ? AgentStats::kInlinedProbed : AgentStats::kInlinedSkipped);
+  }
   if (live) {
     // The JVM's own signal handlers are in place already (crash.cc adopts
     // them), and it owns SIGUSR2: the dump signal is SIGPWR, as under record.
@@ -511,6 +528,8 @@ extern "C" JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM* vm, char* options, void
     if (!o.error.empty()) return kAttachBadOptions;
     g_options.include = o.include;
     g_options.exclude = o.exclude;
+    g_options.probe_inlined = o.probe_inlined;
+    g_stats.inlined_policy.store(o.probe_inlined ? AgentStats::kInlinedProbed : AgentStats::kInlinedSkipped);
     if (g_options.mode == Mode::kInline) {
       g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
     }

@@ -72,6 +72,9 @@ struct AgentStats {
   std::atomic<uint64_t> classes_rewritten{0}, classes_unchanged{0}, classes_failed{0}, methods_traced{0},
       retransform_failed{0};
   std::atomic<uint64_t> skipped[8] = {};  // by SkipReason
+  // Inline mode's rule for methods C2 always inlines (the agent's inlined= option).
+  enum InlinedPolicy { kInlinedNotApplicable, kInlinedSkipped, kInlinedProbed };
+  std::atomic<int> inlined_policy{kInlinedNotApplicable};
   std::mutex error_mutex;
   std::string first_error;  // "<class>: <error>"
 

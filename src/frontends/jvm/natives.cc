@@ -112,11 +112,21 @@ std::string AgentStats::Summary() {
                   " classes unchanged, " + std::to_string(classes_failed.load()) + " left unmodified after a rewrite error";
   std::string skips;
   for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; ++i) {
+    if (static_cast<SkipReason>(i) == SkipReason::kInlined) continue;  // said on its own below
     if (const uint64_t n = skipped[i].load()) {
       skips += (skips.empty() ? "" : ", ") + std::to_string(n) + " " + SkipReasonName(static_cast<SkipReason>(i));
     }
   }
   if (!skips.empty()) s += "; methods skipped: " + skips;
+  // The always-inlined rule (rewriter.h AlwaysInlined, docs/jvm.md): say what is missing and how to get it.
+  const uint64_t inlined = skipped[static_cast<size_t>(SkipReason::kInlined)].load();
+  if (inlined != 0 || inlined_policy.load() == kInlinedSkipped) {
+    s += "; " + std::to_string(inlined) + " methods left unprobed: C2 always inlines them (<= " +
+         std::to_string(kMaxInlineSize) +
+         " bytecode bytes, no calls, no loops); --jvm-probe-inlined (agent option inlined=probe) traces them";
+  } else if (inlined_policy.load() == kInlinedProbed) {
+    s += "; methods C2 always inlines are traced too (--jvm-probe-inlined, inlined=probe)";
+  }
   std::lock_guard<std::mutex> lock(error_mutex);
   if (!first_error.empty()) s += "; first error: " + first_error;
   return s;

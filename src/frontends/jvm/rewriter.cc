@@ -18,8 +18,42 @@ const char* SkipReasonName(SkipReason r) {
     case SkipReason::kExcluded: return "excluded";
     case SkipReason::kBridgeOrSynthetic: return "bridge";
     case SkipReason::kMalformed: return "malformed";
+    case SkipReason::kInlined: return "inlined";
   }
   return "unknown";
+}
+
+bool AlwaysInlined(std::string_view method_name, uint16_t access_flags, std::span<const uint8_t> code,
+                   size_t exception_table_length, const ConstantPool& cp) {
+  if (access_flags & (kAccNative | kAccAbstract | kAccSynchronized)) return false;
+  if (method_name == "<init>" || method_name == "<clinit>") return false;
+  if (code.empty() || code.size() > kMaxInlineSize || exception_table_length != 0) return false;
+  auto insns = DecodeInstructions(code);
+  if (!insns.ok()) return false;
+  for (const Insn& in : insns.value()) {
+    switch (in.op) {
+      case 0xb6: case 0xb7: case 0xb8: case 0xb9: case 0xba:  // invokevirtual/special/static/interface/dynamic
+      case 0xc2: case 0xc3:                                    // monitorenter, monitorexit
+      case kOpAthrow:
+      case kOpJsr: case kOpJsrW: case kOpRet:
+        return false;
+      case 0x12: case kOpLdcW: case 0x14: {  // ldc, ldc_w, ldc2_w: a dynamic constant runs its bootstrap method
+        const uint16_t index = in.op == 0x12 ? code[in.offset + 1] : ReadU2(code, in.offset + 1);
+        const CpEntry* e = cp.Get(index);
+        if (e == nullptr || e->tag == kCpDynamic) return false;
+        break;
+      }
+      case kOpWide:
+        if (in.wide_op == kOpRet) return false;
+        break;
+      default:
+        break;
+    }
+    for (int64_t target : BranchTargets(code, in)) {
+      if (target <= static_cast<int64_t>(in.offset)) return false;  // a backward branch: a loop
+    }
+  }
+  return true;
 }
 
 namespace {
@@ -644,6 +678,22 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
     }
     const bool hook = req.rename_hook && res.class_name == kRenameHookClass && *name == kRenameHookMethod &&
                       *desc == kRenameHookDescriptor && !(m.access_flags & kAccStatic);
+    // The always-inlined rule, on the original code (probes would make it bigger).
+    // (Code's info: max_stack u2, max_locals u2, code_length u4, code...: most methods are
+    // too big for it, and are not parsed twice.)
+    const std::vector<uint8_t>& info = code->info;
+    const bool small = info.size() >= 8 && info[4] == 0 && info[5] == 0 && info[6] == 0 && info[7] <= kMaxInlineSize;
+    if (req.skip_inlined && !hook && small) {
+      auto c = CodeAttribute::Parse(code->info);
+      if (c.ok() && AlwaysInlined(*name, m.access_flags, c.value().code, c.value().exceptions.size(), cf.cp)) {
+        if (req.selected && !req.selected(res.class_name, *name)) {
+          skip(SkipReason::kExcluded);
+        } else {
+          skip(SkipReason::kInlined);
+        }
+        continue;
+      }
+    }
     // A hooked method is decided first: it is rewritten for the hook even
     // when it is not traced.
     std::optional<uint32_t> id;

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,7 +69,27 @@ enum class SkipReason {
   kBridgeOrSynthetic,   // ACC_BRIDGE only: it just forwards to the real method, which is traced.
                         // Other synthetic methods (lambda bodies, $values) are traced.
   kMalformed,           // the method's code could not be rewritten safely (see SkippedMethod::detail)
+  kInlined,             // RewriteRequest::skip_inlined and AlwaysInlined(): C2 inlines it wherever it is called
 };
+
+// The always-inlined rule (docs/jvm.md, "Methods the JIT inlines"): a method HotSpot's C2
+// inlines into every compiled caller, so that a probe in it would be paid at each call
+// without telling anything about time. True when, measured on the original bytecode
+// (before any probe), the method
+//   - is not native, abstract or synchronized, and is not <init> or <clinit>;
+//   - has at most kMaxInlineSize bytes of bytecode (HotSpot's -XX:MaxInlineSize default:
+//     C2 inlines a callee this small at any call site, hot or not);
+//   - has no exception handlers;
+//   - contains no invoke* (it is a leaf: nothing traced can run under it), no jsr/ret,
+//     no ldc of a dynamic constant (a bootstrap method call);
+//   - has no backward branch (no loop: it runs at most kMaxInlineSize instructions);
+//   - has no monitorenter/monitorexit and no athrow (it neither blocks nor throws by design).
+// Getters, setters and other trivial accessors are special cases. Malformed code is never
+// "always inlined" (the rewriter then decides as usual).
+inline constexpr size_t kMaxInlineSize = 35;
+class ConstantPool;
+bool AlwaysInlined(std::string_view method_name, uint16_t access_flags, std::span<const uint8_t> code,
+                   size_t exception_table_length, const ConstantPool& cp);
 
 struct TracedMethod {
   std::string name, descriptor;
@@ -95,6 +116,13 @@ struct RewriteRequest {
   // (after the entry probe when it is traced), so the agent sees every rename, of the calling
   // thread or another, and can substitute the name that is set (Nanoscope's control names).
   bool rename_hook = false;
+  // Leave methods that C2 always inlines (AlwaysInlined) without probes, counted kInlined.
+  // The agent sets it unless given inlined=probe; the rewriter's own default is to probe them.
+  bool skip_inlined = false;
+  // With skip_inlined: whether a method would be traced at all (the agent's include/exclude
+  // globs), so that an always-inlined method outside the globs is counted kExcluded, not
+  // kInlined. Unset: every method would be.
+  std::function<bool(std::string_view class_name, std::string_view method_name)> selected;
 };
 
 struct RewriteResult {

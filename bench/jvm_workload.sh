@@ -5,8 +5,11 @@
 # as bench/compare.sh adds), in one interleaved run:
 #   plain          java -m jdk.compiler/com.sun.tools.javac.Main (CDS on, the default)
 #   plain, no CDS  the same with -Xshare:off (the agent's early class hook turns CDS off)
-#   inline         lookback record (the agent, inline mode)
-#   listener       lookback record --jvm-mode listener
+#   inline         lookback record (the agent, inline mode; methods C2 always
+#                  inlines get no probes, docs/jvm.md)
+#   inline-all     the same with --jvm-probe-inlined (every method probed)
+#   fast           inline mode with --clock fast
+#   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
 # Prints the median wall time and peak RSS per mode, trace points per second
 # (records written = events in the exit dump + records overwritten), the exit
 # dump's size, and the start-up cost of the agent on an empty program.
@@ -37,6 +40,12 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes"
     inline | listener)
       /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --jvm-mode "$mode" -- java "${javac_main[@]}" \
         >/dev/null 2>&1 ;;
+    inline-all)
+      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --jvm-probe-inlined -- java "${javac_main[@]}" \
+        >/dev/null 2>&1 ;;
+    fast)
+      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --clock fast -- java "${javac_main[@]}" \
+        >/dev/null 2>&1 ;;
   esac
   local records=0 bytes=0
   if [[ -d "$dir" ]]; then
@@ -53,7 +62,9 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes"
 }
 
 declare -A wall rss recs bytes
-modes=(plain nocds inline listener)
+modes=(plain nocds inline inline-all fast)
+[[ ${LISTENER:-0} == 1 ]] && modes+=(listener)
+"$(dirname "${BASH_SOURCE[0]}")/machine_header.sh" "$build"
 for ((r = 1; r <= rounds; r++)); do
   for m in "${modes[@]}"; do
     read -r w k n b < <(run "$m")

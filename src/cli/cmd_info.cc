@@ -23,6 +23,14 @@ struct InfoOptions {
   int depth = 8;
 };
 
+// A rate per second: "850", "12.3 k", "394.0 M".
+std::string HumanRate(double per_s) {
+  if (per_s < 1e3) return fmt::format("{:.0f}", per_s);
+  if (per_s < 1e6) return fmt::format("{:.1f} k", per_s / 1e3);
+  if (per_s < 1e9) return fmt::format("{:.1f} M", per_s / 1e6);
+  return fmt::format("{:.2f} G", per_s / 1e9);
+}
+
 std::string HumanNs(double ns) {
   if (ns < 1e3) return fmt::format("{:.0f} ns", ns);
   if (ns < 1e6) return fmt::format("{:.1f} us", ns / 1e3);
@@ -165,7 +173,11 @@ int Run(const InfoOptions& o) {
   for (const auto& w : d.warnings) fmt::print("  warning       {}\n", w.ToString());
   for (const auto& p : sym.problems()) fmt::print("  symbols       {}\n", p);
 
-  fmt::print("\n  {:>8}  {:<16} {:>10} {:>10} {:>10} {:>10}  {}\n", "TID", "NAME", "RECORDS", "EVENTS", "LOST", "SPAN", "STATE");
+  // SPAN is the time the thread's ring covers (its first to its last event in
+  // the dump); TP/S its trace points per second over that span: how much
+  // history a ring of this size holds at this thread's rate.
+  fmt::print("\n  {:>8}  {:<16} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", "TID", "NAME", "RECORDS", "EVENTS", "LOST",
+             "SPAN", "TP/S", "STATE");
   struct Where {
     uint32_t tid;
     std::string name;
@@ -192,8 +204,10 @@ int Run(const InfoOptions& o) {
     if (t.flags & format::kThreadWrapped) state += ", ring wrapped";
     if (st.undecodable_prefix) state += fmt::format(", {} undecodable", st.undecodable_prefix);
     if (m.stats().unwound) state += fmt::format(", {} missing exits repaired", m.stats().unwound);
-    fmt::print("  {:>8}  {:<16} {:>10} {:>10} {:>10} {:>10}  {}\n", t.tid, t.name, t.record_count, st.events, t.lost,
-               first ? HumanNs(clock.TicksToNs(last - first)) : "-", state);
+    const double span_ns = first ? static_cast<double>(clock.TicksToNs(last - first)) : 0.0;
+    fmt::print("  {:>8}  {:<16} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", t.tid, t.name, t.record_count, st.events, t.lost,
+               first ? HumanNs(clock.TicksToNs(last - first)) : "-", span_ns > 0 ? HumanRate(st.events / span_ns * 1e9) : "-",
+               state);
     wheres.push_back({t.tid, t.name, m.stack(), t.snapshot_tsc});
     off_cpu += st.off_cpu;
   }

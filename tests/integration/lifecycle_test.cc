@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 
 #include "harness.h"
 #include "model/clock_model.h"
@@ -98,6 +99,44 @@ TEST(Threads, MemoryCapStopsTracingNewThreadsAndTheDumpSaysSo) {
   EXPECT_EQ(d.stats.untraced_memory, 4u);
   RunResult info = RunProgram({Cli(), "info", o.dumps[0]});
   EXPECT_NE(info.out.find("not traced: 4 (memory cap)"), std::string::npos) << info.out;
+}
+
+// The thread table says how much history each ring holds: the time it covers
+// (SPAN) and the trace points per second over it (TP/S = EVENTS / SPAN).
+TEST(Info, ThreadTableShowsEachRingsSpanAndTracePointRate) {
+  Outcome o = Record("info-rate", {Program("lifecycle-gcc"), "short-threads", "2"});
+  ASSERT_EQ(o.run.exit_code, 0) << o.run.err;
+  ASSERT_EQ(o.dumps.size(), 1u);
+  RunResult info = RunProgram({Cli(), "info", o.dumps[0]});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  ASSERT_NE(info.out.find(" TP/S "), std::string::npos) << info.out;
+  const double unit[] = {1, 1e3, 1e6, 1e9};
+  auto scale = [&](const std::string& u, const char* const* names) {
+    for (int i = 0; i < 4; ++i) {
+      if (u == names[i]) return unit[i];
+    }
+    return -1.0;
+  };
+  const char* const time_units[] = {"ns", "us", "ms", "s"};
+  const char* const rate_units[] = {"", "k", "M", "G"};
+  int rows = 0;
+  std::istringstream in(info.out);
+  for (std::string line; std::getline(in, line);) {
+    // TID NAME RECORDS EVENTS LOST SPAN_VALUE SPAN_UNIT RATE [RATE_UNIT] STATE...
+    std::istringstream cells(line);
+    std::vector<std::string> f;
+    for (std::string c; cells >> c;) f.push_back(c);
+    if (f.size() < 9 || f[0].find_first_not_of("0123456789") != std::string::npos || f[5] == "-") continue;
+    const double events = std::stod(f[3]);
+    const double span_s = std::stod(f[5]) * scale(f[6], time_units) / 1e9;
+    const double mult = scale(f[8], rate_units);
+    const double rate = std::stod(f[7]) * (mult > 0 ? mult : 1);
+    if (span_s <= 0 || events < 100) continue;
+    SCOPED_TRACE(line);
+    EXPECT_NEAR(rate, events / span_s, 0.1 * events / span_s);
+    ++rows;
+  }
+  EXPECT_GE(rows, 1) << info.out;
 }
 
 TEST(Threads, PatternSelectsThreadsThatRenameThemselves) {

@@ -1,5 +1,7 @@
 #include "analyses/sql.h"
 
+#include "common/atomic_file.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -82,12 +84,12 @@ struct Pending {
 };
 
 struct SqliteTables::Impl {
-  std::string path, tmp;
+  std::string path;
+  AtomicFile file;  // the database is built in file's temporary, then renamed
   sqlite3* db = nullptr;
   Statement insert[fleet::kTableCount], insert_batch[fleet::kTableCount];
   Pending pending[fleet::kTableCount];
   std::string error;  // the first failure
-  bool committed = false;
 
   // Binds `rows` pending rows from `first_row` to `s` and runs it;
   // `*text` counts the text cells bound so far.
@@ -136,7 +138,7 @@ struct SqliteTables::Impl {
     for (auto& s : insert_batch) s.Finalize();
     if (db != nullptr) sqlite3_close(db);
     db = nullptr;
-    if (!tmp.empty() && !committed) unlink(tmp.c_str());
+    file.Abandon();
   }
 };
 
@@ -146,27 +148,16 @@ SqliteTables::~SqliteTables() { impl_->Abandon(); }
 Result<std::unique_ptr<SqliteTables>> SqliteTables::Create(const std::string& out_path) {
   auto m = std::make_unique<Impl>();
   m->path = out_path;
-  const size_t slash = out_path.rfind('/');
-  m->tmp = (slash == std::string::npos ? std::string() : out_path.substr(0, slash + 1)) + "." +
-           (slash == std::string::npos ? out_path : out_path.substr(slash + 1)) + ".tmp";
-  // Created here rather than by SQLite so a bad path gives the system's reason.
-  int fd = open(m->tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == EEXIST) {  // left over from a crashed export
-    unlink(m->tmp.c_str());
-    fd = open(m->tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  }
-  if (fd < 0) {
-    Error err{fmt::format("cannot create '{}': {}", m->tmp, strerror(errno))};
-    m->tmp.clear();  // not ours to remove
-    return err;
-  }
-  close(fd);
+  // Created here rather than by SQLite so a bad path gives the system's
+  // reason; SQLite then opens the (empty) temporary by name.
+  if (std::string err = m->file.Create(out_path); !err.empty()) return Error{err};
+  close(m->file.ReleaseFd());
   // One thread writes: no allocator statistics (a global mutex per malloc).
   // Process-wide and only before SQLite starts; later calls fail harmlessly.
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   std::unique_ptr<SqliteTables> t(new SqliteTables(std::move(m)));
   Impl& s = *t->impl_;
-  if (!s.Check(sqlite3_open_v2(s.tmp.c_str(), &s.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr), "opening"))
+  if (!s.Check(sqlite3_open_v2(s.file.temp_path().c_str(), &s.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr), "opening"))
     return Error{s.error};
   // Derived data, written once by one process: no journal, no fsync, no
   // locking round trips. A 16 MiB page cache: the tables are appended to, so
@@ -219,13 +210,11 @@ std::string SqliteTables::Finish(bool indexes) {
   if (m.error.empty()) m.Check(sqlite3_close(m.db), "closing");
   else sqlite3_close(m.db);
   m.db = nullptr;
-  if (m.error.empty() && rename(m.tmp.c_str(), m.path.c_str()) != 0)
-    m.error = fmt::format("cannot write '{}': {}", m.path, strerror(errno));
+  if (m.error.empty()) m.error = m.file.Commit();
   if (!m.error.empty()) {
     m.Abandon();
     return m.error;
   }
-  m.committed = true;
   return "";
 }
 

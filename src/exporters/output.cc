@@ -12,15 +12,10 @@ OutputFile::~OutputFile() { Abandon(); }
 
 std::string OutputFile::Open(const std::string& path) {
   path_ = path;
-  const size_t slash = path.rfind('/');
-  tmp_ = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." +
-         (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp";
-  f_ = fopen(tmp_.c_str(), "wbx");
-  if (f_ == nullptr && errno == EEXIST) {  // left over from a crashed export
-    unlink(tmp_.c_str());
-    f_ = fopen(tmp_.c_str(), "wbx");
-  }
-  if (f_ == nullptr) return "cannot create '" + tmp_ + "': " + strerror(errno);
+  error_ = 0;
+  if (std::string err = file_.Create(path); !err.empty()) return err;
+  f_ = fdopen(file_.ReleaseFd(), "wb");
+  if (f_ == nullptr) return "cannot write '" + file_.temp_path() + "': " + strerror(errno);
   setvbuf(f_, nullptr, _IOFBF, 1 << 20);
   return "";
 }
@@ -35,23 +30,19 @@ void OutputFile::Write(std::string_view bytes) { Write(bytes.data(), bytes.size(
 std::string OutputFile::Commit() {
   if (f_ == nullptr) return "no output file open";
   if (error_ == 0 && fflush(f_) != 0) error_ = errno;
-  // no fsync: an export is derived data (the dump is the durable record); the
-  // rename still keeps readers from ever seeing a partial file.
   if (fclose(f_) != 0 && error_ == 0) error_ = errno;
   f_ = nullptr;
-  if (error_ == 0 && rename(tmp_.c_str(), path_.c_str()) != 0) error_ = errno;
   if (error_ != 0) {
-    unlink(tmp_.c_str());
+    file_.Abandon();
     return "cannot write '" + path_ + "': " + strerror(error_);
   }
-  return "";
+  return file_.Commit();
 }
 
 void OutputFile::Abandon() {
-  if (f_ == nullptr) return;
-  fclose(f_);
+  if (f_ != nullptr) fclose(f_);
   f_ = nullptr;
-  unlink(tmp_.c_str());
+  file_.Abandon();
 }
 
 std::string MakeDirectory(const std::string& dir) {

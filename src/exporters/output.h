@@ -1,11 +1,13 @@
-// Output files for exporters: written to a temporary file beside the target
-// and renamed into place on Commit, so a reader never sees a partial file; a
-// failed or abandoned export leaves nothing behind.
+// Output files for exporters: buffered writes into an AtomicFile (a
+// temporary beside the target, renamed into place on Commit), so a reader
+// never sees a partial file; a failed or abandoned export leaves nothing.
 #pragma once
 
 #include <cstdio>
 #include <string>
 #include <string_view>
+
+#include "common/atomic_file.h"
 
 namespace lookback::exporters {
 
@@ -29,7 +31,8 @@ class OutputFile {
 
  private:
   FILE* f_ = nullptr;
-  std::string path_, tmp_;
+  AtomicFile file_;
+  std::string path_;
   int error_ = 0;
 };
 

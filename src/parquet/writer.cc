@@ -235,12 +235,6 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, 
                                                        WriterOptions options) {
   std::unique_ptr<FileWriter> w(new FileWriter());
   w->path_ = path;
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  // Hidden (engines skip dot files) and this process's own: two exports
-  // into one dataset (machines sharing a directory) never write through each
-  // other's temporaries.
-  w->tmp_ = dir + "." + path.substr(slash == std::string::npos ? 0 : slash + 1) + "." + std::to_string(getpid()) + ".tmp";
   w->options_ = std::move(options);
   if (w->options_.page_rows == 0) w->options_.page_rows = 1;
   if (w->options_.row_group_rows == 0) w->options_.row_group_rows = 1;
@@ -253,15 +247,11 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, 
     else if (c.spec.type != ColumnType::kString) c.ints.reserve(cap);
     if (c.spec.optional) c.defined.reserve(cap);
   }
-  // O_EXCL after removing a leftover of a crashed process of the same pid:
-  // never write through a file that is not ours.
-  unlink(w->tmp_.c_str());
-  w->fd_ = open(w->tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (w->fd_ < 0) {
-    Error e{"cannot create '" + w->tmp_ + "': " + strerror(errno)};
-    w->tmp_.clear();  // not ours to remove
-    return e;
-  }
+  // Hidden and this process's own (common/atomic_file.h): two exports into
+  // one dataset never write through each other's temporaries, and engines
+  // skip the file until it is published.
+  if (std::string err = w->file_.Create(path); !err.empty()) return Error{err};
+  w->fd_ = w->file_.ReleaseFd();
   w->zstd_ = ZSTD_createCCtx();
   if (w->zstd_ == nullptr) return Error{"cannot create a zstd context"};
   if (std::string err = w->Write(kMagic, 4); !err.empty()) return Error{err};
@@ -269,8 +259,7 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, 
 }
 
 FileWriter::~FileWriter() {
-  if (fd_ >= 0) close(fd_);
-  if (!published_ && !tmp_.empty()) unlink(tmp_.c_str());
+  if (fd_ >= 0) close(fd_);  // file_ removes the temporary unless published
   ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zstd_));
 }
 
@@ -393,7 +382,7 @@ std::string FileWriter::Write(const void* data, size_t n) {
   while (n > 0) {
     const ssize_t w = write(fd_, p, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return "cannot write '" + tmp_ + "': " + strerror(errno);
+    if (w <= 0) return "cannot write '" + file_.temp_path() + "': " + strerror(errno);
     p += w;
     n -= static_cast<size_t>(w);
     offset_ += static_cast<uint64_t>(w);
@@ -610,7 +599,7 @@ std::string FileWriter::Finish() {
   tail.append(kMagic, 4);
   if (std::string err = Write(footer.data(), footer.size()); !err.empty()) return error_ = err;
   if (std::string err = Write(tail.data(), tail.size()); !err.empty()) return error_ = err;
-  if (close(fd_) != 0) error_ = "cannot write '" + tmp_ + "': " + strerror(errno);
+  if (close(fd_) != 0) error_ = "cannot write '" + file_.temp_path() + "': " + strerror(errno);
   fd_ = -1;
   return error_;
 }
@@ -618,8 +607,7 @@ std::string FileWriter::Finish() {
 std::string FileWriter::Publish() {
   if (!error_.empty()) return error_;
   if (fd_ >= 0) return "Publish() before Finish()";
-  if (rename(tmp_.c_str(), path_.c_str()) != 0) return error_ = "cannot write '" + path_ + "': " + strerror(errno);
-  published_ = true;
+  if (std::string err = file_.Commit(); !err.empty()) return error_ = err;
   return "";
 }
 

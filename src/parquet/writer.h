@@ -20,6 +20,8 @@
 // (thrift_compact.h).
 #pragma once
 
+#include "common/atomic_file.h"
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -115,9 +117,9 @@ class FileWriter {
   std::string Write(const void* data, size_t n);
   std::string Footer() const;
 
-  std::string path_, tmp_;
-  int fd_ = -1;
-  bool published_ = false;
+  std::string path_;
+  AtomicFile file_;  // the temporary until Publish (common/atomic_file.h)
+  int fd_ = -1;      // file_'s fd while writing; -1 once Finish closed it
   WriterOptions options_;
   std::vector<Column> columns_;  // contiguous: every row touches each of them
   std::vector<std::vector<ChunkMeta>> row_groups_;

@@ -543,7 +543,7 @@ TEST(JvmRewriter, AlwaysInlinedRuleTakesTinyLeavesWithoutLoopsOnly) {
   EXPECT_FALSE(inlined({kOpAload0, kOpInvokeinterface, 0, 1, 1, 0, kOpReturn}));
   EXPECT_FALSE(inlined({kOpInvokedynamic, 0, 1, 0, 0, kOpPop, kOpReturn}));
   EXPECT_FALSE(inlined({kOpAload0, kOpMonitorenter, kOpAload0, kOpMonitorexit, kOpReturn}));
-  EXPECT_FALSE(inlined({0x2a, kOpAthrow}));
+  EXPECT_FALSE(inlined({kOpAload0, kOpAthrow}));
   EXPECT_FALSE(inlined({kOpJsr, 0, 4, kOpReturn, kOpAstore0, kOpRet, 0}));
   EXPECT_FALSE(inlined({kOpWide, kOpRet, 0, 0}));
   EXPECT_FALSE(inlined(getter, kAccSynchronized));

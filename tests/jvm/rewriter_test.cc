@@ -362,9 +362,150 @@ TEST(JvmBytecode, InvertsEveryConditionalBranch) {
     EXPECT_NE(InvertBranch(op), op);
     EXPECT_EQ(InvertBranch(InvertBranch(op)), op);
   }
-  EXPECT_EQ(InvertBranch(0x99), 0x9a);  // ifeq <-> ifne
-  EXPECT_EQ(InvertBranch(0x9b), 0x9c);  // iflt <-> ifge
+  EXPECT_EQ(InvertBranch(kOpIfeq), kOpIfne);
+  EXPECT_EQ(InvertBranch(kOpIflt), kOpIfge);
+  EXPECT_EQ(InvertBranch(kOpIfIcmpgt), kOpIfIcmple);
+  EXPECT_EQ(InvertBranch(kOpIfAcmpeq), kOpIfAcmpne);
   EXPECT_EQ(InvertBranch(kOpIfnull), kOpIfnonnull);
+}
+
+// Every opcode of JVMS 6.5 (table of JVMS chapter 7): its name in the Opcode
+// enum, its number and its length in bytes with operands (from the formats of
+// JVMS 6.5; 0 for the variable-length tableswitch, lookupswitch and wide).
+struct SpecOpcode {
+  uint8_t named;  // the enum's value
+  uint8_t number;
+  const char* mnemonic;
+  int length;
+};
+constexpr SpecOpcode kSpecOpcodes[] = {
+      {kOpNop, 0x00, "nop", 1}, {kOpAconstNull, 0x01, "aconst_null", 1}, {kOpIconstM1, 0x02, "iconst_m1", 1},
+      {kOpIconst0, 0x03, "iconst_0", 1}, {kOpIconst1, 0x04, "iconst_1", 1}, {kOpIconst2, 0x05, "iconst_2", 1},
+      {kOpIconst3, 0x06, "iconst_3", 1}, {kOpIconst4, 0x07, "iconst_4", 1}, {kOpIconst5, 0x08, "iconst_5", 1},
+      {kOpLconst0, 0x09, "lconst_0", 1}, {kOpLconst1, 0x0a, "lconst_1", 1}, {kOpFconst0, 0x0b, "fconst_0", 1},
+      {kOpFconst1, 0x0c, "fconst_1", 1}, {kOpFconst2, 0x0d, "fconst_2", 1}, {kOpDconst0, 0x0e, "dconst_0", 1},
+      {kOpDconst1, 0x0f, "dconst_1", 1}, {kOpBipush, 0x10, "bipush", 2}, {kOpSipush, 0x11, "sipush", 3},
+      {kOpLdc, 0x12, "ldc", 2}, {kOpLdcW, 0x13, "ldc_w", 3}, {kOpLdc2W, 0x14, "ldc2_w", 3},
+      {kOpIload, 0x15, "iload", 2}, {kOpLload, 0x16, "lload", 2}, {kOpFload, 0x17, "fload", 2},
+      {kOpDload, 0x18, "dload", 2}, {kOpAload, 0x19, "aload", 2}, {kOpIload0, 0x1a, "iload_0", 1},
+      {kOpIload1, 0x1b, "iload_1", 1}, {kOpIload2, 0x1c, "iload_2", 1}, {kOpIload3, 0x1d, "iload_3", 1},
+      {kOpLload0, 0x1e, "lload_0", 1}, {kOpLload1, 0x1f, "lload_1", 1}, {kOpLload2, 0x20, "lload_2", 1},
+      {kOpLload3, 0x21, "lload_3", 1}, {kOpFload0, 0x22, "fload_0", 1}, {kOpFload1, 0x23, "fload_1", 1},
+      {kOpFload2, 0x24, "fload_2", 1}, {kOpFload3, 0x25, "fload_3", 1}, {kOpDload0, 0x26, "dload_0", 1},
+      {kOpDload1, 0x27, "dload_1", 1}, {kOpDload2, 0x28, "dload_2", 1}, {kOpDload3, 0x29, "dload_3", 1},
+      {kOpAload0, 0x2a, "aload_0", 1}, {kOpAload1, 0x2b, "aload_1", 1}, {kOpAload2, 0x2c, "aload_2", 1},
+      {kOpAload3, 0x2d, "aload_3", 1}, {kOpIaload, 0x2e, "iaload", 1}, {kOpLaload, 0x2f, "laload", 1},
+      {kOpFaload, 0x30, "faload", 1}, {kOpDaload, 0x31, "daload", 1}, {kOpAaload, 0x32, "aaload", 1},
+      {kOpBaload, 0x33, "baload", 1}, {kOpCaload, 0x34, "caload", 1}, {kOpSaload, 0x35, "saload", 1},
+      {kOpIstore, 0x36, "istore", 2}, {kOpLstore, 0x37, "lstore", 2}, {kOpFstore, 0x38, "fstore", 2},
+      {kOpDstore, 0x39, "dstore", 2}, {kOpAstore, 0x3a, "astore", 2}, {kOpIstore0, 0x3b, "istore_0", 1},
+      {kOpIstore1, 0x3c, "istore_1", 1}, {kOpIstore2, 0x3d, "istore_2", 1}, {kOpIstore3, 0x3e, "istore_3", 1},
+      {kOpLstore0, 0x3f, "lstore_0", 1}, {kOpLstore1, 0x40, "lstore_1", 1}, {kOpLstore2, 0x41, "lstore_2", 1},
+      {kOpLstore3, 0x42, "lstore_3", 1}, {kOpFstore0, 0x43, "fstore_0", 1}, {kOpFstore1, 0x44, "fstore_1", 1},
+      {kOpFstore2, 0x45, "fstore_2", 1}, {kOpFstore3, 0x46, "fstore_3", 1}, {kOpDstore0, 0x47, "dstore_0", 1},
+      {kOpDstore1, 0x48, "dstore_1", 1}, {kOpDstore2, 0x49, "dstore_2", 1}, {kOpDstore3, 0x4a, "dstore_3", 1},
+      {kOpAstore0, 0x4b, "astore_0", 1}, {kOpAstore1, 0x4c, "astore_1", 1}, {kOpAstore2, 0x4d, "astore_2", 1},
+      {kOpAstore3, 0x4e, "astore_3", 1}, {kOpIastore, 0x4f, "iastore", 1}, {kOpLastore, 0x50, "lastore", 1},
+      {kOpFastore, 0x51, "fastore", 1}, {kOpDastore, 0x52, "dastore", 1}, {kOpAastore, 0x53, "aastore", 1},
+      {kOpBastore, 0x54, "bastore", 1}, {kOpCastore, 0x55, "castore", 1}, {kOpSastore, 0x56, "sastore", 1},
+      {kOpPop, 0x57, "pop", 1}, {kOpPop2, 0x58, "pop2", 1}, {kOpDup, 0x59, "dup", 1}, {kOpDupX1, 0x5a, "dup_x1", 1},
+      {kOpDupX2, 0x5b, "dup_x2", 1}, {kOpDup2, 0x5c, "dup2", 1}, {kOpDup2X1, 0x5d, "dup2_x1", 1},
+      {kOpDup2X2, 0x5e, "dup2_x2", 1}, {kOpSwap, 0x5f, "swap", 1}, {kOpIadd, 0x60, "iadd", 1},
+      {kOpLadd, 0x61, "ladd", 1}, {kOpFadd, 0x62, "fadd", 1}, {kOpDadd, 0x63, "dadd", 1}, {kOpIsub, 0x64, "isub", 1},
+      {kOpLsub, 0x65, "lsub", 1}, {kOpFsub, 0x66, "fsub", 1}, {kOpDsub, 0x67, "dsub", 1}, {kOpImul, 0x68, "imul", 1},
+      {kOpLmul, 0x69, "lmul", 1}, {kOpFmul, 0x6a, "fmul", 1}, {kOpDmul, 0x6b, "dmul", 1}, {kOpIdiv, 0x6c, "idiv", 1},
+      {kOpLdiv, 0x6d, "ldiv", 1}, {kOpFdiv, 0x6e, "fdiv", 1}, {kOpDdiv, 0x6f, "ddiv", 1}, {kOpIrem, 0x70, "irem", 1},
+      {kOpLrem, 0x71, "lrem", 1}, {kOpFrem, 0x72, "frem", 1}, {kOpDrem, 0x73, "drem", 1}, {kOpIneg, 0x74, "ineg", 1},
+      {kOpLneg, 0x75, "lneg", 1}, {kOpFneg, 0x76, "fneg", 1}, {kOpDneg, 0x77, "dneg", 1}, {kOpIshl, 0x78, "ishl", 1},
+      {kOpLshl, 0x79, "lshl", 1}, {kOpIshr, 0x7a, "ishr", 1}, {kOpLshr, 0x7b, "lshr", 1}, {kOpIushr, 0x7c, "iushr", 1},
+      {kOpLushr, 0x7d, "lushr", 1}, {kOpIand, 0x7e, "iand", 1}, {kOpLand, 0x7f, "land", 1}, {kOpIor, 0x80, "ior", 1},
+      {kOpLor, 0x81, "lor", 1}, {kOpIxor, 0x82, "ixor", 1}, {kOpLxor, 0x83, "lxor", 1}, {kOpIinc, 0x84, "iinc", 3},
+      {kOpI2l, 0x85, "i2l", 1}, {kOpI2f, 0x86, "i2f", 1}, {kOpI2d, 0x87, "i2d", 1}, {kOpL2i, 0x88, "l2i", 1},
+      {kOpL2f, 0x89, "l2f", 1}, {kOpL2d, 0x8a, "l2d", 1}, {kOpF2i, 0x8b, "f2i", 1}, {kOpF2l, 0x8c, "f2l", 1},
+      {kOpF2d, 0x8d, "f2d", 1}, {kOpD2i, 0x8e, "d2i", 1}, {kOpD2l, 0x8f, "d2l", 1}, {kOpD2f, 0x90, "d2f", 1},
+      {kOpI2b, 0x91, "i2b", 1}, {kOpI2c, 0x92, "i2c", 1}, {kOpI2s, 0x93, "i2s", 1}, {kOpLcmp, 0x94, "lcmp", 1},
+      {kOpFcmpl, 0x95, "fcmpl", 1}, {kOpFcmpg, 0x96, "fcmpg", 1}, {kOpDcmpl, 0x97, "dcmpl", 1},
+      {kOpDcmpg, 0x98, "dcmpg", 1}, {kOpIfeq, 0x99, "ifeq", 3}, {kOpIfne, 0x9a, "ifne", 3}, {kOpIflt, 0x9b, "iflt", 3},
+      {kOpIfge, 0x9c, "ifge", 3}, {kOpIfgt, 0x9d, "ifgt", 3}, {kOpIfle, 0x9e, "ifle", 3},
+      {kOpIfIcmpeq, 0x9f, "if_icmpeq", 3}, {kOpIfIcmpne, 0xa0, "if_icmpne", 3}, {kOpIfIcmplt, 0xa1, "if_icmplt", 3},
+      {kOpIfIcmpge, 0xa2, "if_icmpge", 3}, {kOpIfIcmpgt, 0xa3, "if_icmpgt", 3}, {kOpIfIcmple, 0xa4, "if_icmple", 3},
+      {kOpIfAcmpeq, 0xa5, "if_acmpeq", 3}, {kOpIfAcmpne, 0xa6, "if_acmpne", 3}, {kOpGoto, 0xa7, "goto", 3},
+      {kOpJsr, 0xa8, "jsr", 3}, {kOpRet, 0xa9, "ret", 2}, {kOpTableswitch, 0xaa, "tableswitch", 0},
+      {kOpLookupswitch, 0xab, "lookupswitch", 0}, {kOpIreturn, 0xac, "ireturn", 1}, {kOpLreturn, 0xad, "lreturn", 1},
+      {kOpFreturn, 0xae, "freturn", 1}, {kOpDreturn, 0xaf, "dreturn", 1}, {kOpAreturn, 0xb0, "areturn", 1},
+      {kOpReturn, 0xb1, "return", 1}, {kOpGetstatic, 0xb2, "getstatic", 3}, {kOpPutstatic, 0xb3, "putstatic", 3},
+      {kOpGetfield, 0xb4, "getfield", 3}, {kOpPutfield, 0xb5, "putfield", 3},
+      {kOpInvokevirtual, 0xb6, "invokevirtual", 3}, {kOpInvokespecial, 0xb7, "invokespecial", 3},
+      {kOpInvokestatic, 0xb8, "invokestatic", 3}, {kOpInvokeinterface, 0xb9, "invokeinterface", 5},
+      {kOpInvokedynamic, 0xba, "invokedynamic", 5}, {kOpNew, 0xbb, "new", 3}, {kOpNewarray, 0xbc, "newarray", 2},
+      {kOpAnewarray, 0xbd, "anewarray", 3}, {kOpArraylength, 0xbe, "arraylength", 1}, {kOpAthrow, 0xbf, "athrow", 1},
+      {kOpCheckcast, 0xc0, "checkcast", 3}, {kOpInstanceof, 0xc1, "instanceof", 3},
+      {kOpMonitorenter, 0xc2, "monitorenter", 1}, {kOpMonitorexit, 0xc3, "monitorexit", 1}, {kOpWide, 0xc4, "wide", 0},
+      {kOpMultianewarray, 0xc5, "multianewarray", 4}, {kOpIfnull, 0xc6, "ifnull", 3},
+      {kOpIfnonnull, 0xc7, "ifnonnull", 3}, {kOpGotoW, 0xc8, "goto_w", 5}, {kOpJsrW, 0xc9, "jsr_w", 5},
+};
+
+TEST(JvmBytecode, OpcodeNamesHaveTheNumbersOfTheSpec) {
+  static_assert(kOpNop == 0x00 && kOpIconst0 == 0x03 && kOpLdc2W == 0x14 && kOpAload == 0x19);
+  static_assert(kOpIload0 == 0x1a && kOpAload3 == 0x2d && kOpIstore0 == 0x3b && kOpSastore == 0x56);
+  static_assert(kOpIadd == 0x60 && kOpIinc == 0x84 && kOpI2l == 0x85 && kOpIfeq == 0x99 && kOpIfAcmpne == 0xa6);
+  static_assert(kOpReturn == 0xb1 && kOpGetstatic == 0xb2 && kOpInvokedynamic == 0xba && kOpWide == 0xc4);
+  static_assert(kOpMultianewarray == 0xc5 && kOpJsrW == 0xc9);
+  ASSERT_EQ(std::size(kSpecOpcodes), 0xcau);  // 0x00 nop .. 0xc9 jsr_w, none left out
+  for (size_t i = 0; i < std::size(kSpecOpcodes); ++i) {
+    const SpecOpcode& o = kSpecOpcodes[i];
+    EXPECT_EQ(size_t{o.number}, i) << o.mnemonic;  // the table itself is complete and in order
+    EXPECT_EQ(o.named, o.number) << o.mnemonic;
+  }
+}
+
+TEST(JvmBytecode, InstructionLengthsAreThoseOfTheSpec) {
+  for (const SpecOpcode& o : kSpecOpcodes) {
+    EXPECT_EQ(FixedLength(o.number), o.length) << o.mnemonic;
+    if (o.length == 0) continue;
+    // Decoding agrees: exactly one instruction of that length; one byte short runs past the end.
+    std::vector<uint8_t> code(static_cast<size_t>(o.length), 0);
+    code[0] = o.number;
+    auto insns = DecodeInstructions(code);
+    ASSERT_TRUE(insns.ok()) << o.mnemonic << ": " << insns.error().ToString();
+    ASSERT_EQ(insns.value().size(), 1u) << o.mnemonic;
+    EXPECT_EQ(insns.value()[0].length, static_cast<uint32_t>(o.length)) << o.mnemonic;
+    code.pop_back();
+    EXPECT_EQ(DecodeInstructions(code).ok(), o.length == 1) << o.mnemonic;
+  }
+  for (int op = 0xca; op <= 0xff; ++op) {  // breakpoint, unassigned, impdep1/2: not instructions
+    EXPECT_EQ(FixedLength(static_cast<uint8_t>(op)), 0) << op;
+    EXPECT_FALSE(DecodeInstructions(std::vector<uint8_t>{static_cast<uint8_t>(op)}).ok()) << op;
+  }
+  // wide: an index of two bytes for the loads, stores and ret; iinc also a two-byte constant.
+  for (uint8_t op : {kOpIload, kOpLload, kOpFload, kOpDload, kOpAload, kOpIstore, kOpLstore, kOpFstore, kOpDstore,
+                     kOpAstore, kOpRet}) {
+    auto insns = DecodeInstructions(std::vector<uint8_t>{kOpWide, op, 1, 0});
+    ASSERT_TRUE(insns.ok()) << int{op};
+    EXPECT_EQ(insns.value()[0].length, 4u) << int{op};
+    EXPECT_EQ(insns.value()[0].wide_op, op);
+  }
+  auto iinc = DecodeInstructions(std::vector<uint8_t>{kOpWide, kOpIinc, 1, 0, 0, 1});
+  ASSERT_TRUE(iinc.ok());
+  EXPECT_EQ(iinc.value()[0].length, 6u);
+  EXPECT_FALSE(DecodeInstructions(std::vector<uint8_t>{kOpWide, kOpNop, 0, 0}).ok());
+  EXPECT_FALSE(DecodeInstructions(std::vector<uint8_t>{kOpWide, kOpIload0, 0, 0}).ok());
+  // tableswitch at 0: 3 bytes of padding, default, low 0, high 1, two offsets: 1 + 3 + 12 + 8 bytes.
+  std::vector<uint8_t> table(24, 0);
+  table[0] = kOpTableswitch;
+  table[15] = 1;  // high
+  auto ts = DecodeInstructions(table);
+  ASSERT_TRUE(ts.ok()) << ts.error().ToString();
+  EXPECT_EQ(ts.value()[0].length, 24u);
+  // lookupswitch at 1 (after a nop): 2 bytes of padding, default, npairs 1, one pair: 1 + 2 + 8 + 8 bytes.
+  std::vector<uint8_t> lookup(20, 0);
+  lookup[0] = kOpNop;
+  lookup[1] = kOpLookupswitch;
+  lookup[11] = 1;  // npairs
+  auto ls = DecodeInstructions(lookup);
+  ASSERT_TRUE(ls.ok()) << ls.error().ToString();
+  ASSERT_EQ(ls.value().size(), 2u);
+  EXPECT_EQ(ls.value()[1].length, 19u);
 }
 
 // The always-inlined rule (rewriter.h AlwaysInlined, docs/jvm.md), on hand-made code:
@@ -380,29 +521,31 @@ TEST(JvmRewriter, AlwaysInlinedRuleTakesTinyLeavesWithoutLoopsOnly) {
   auto inlined = [&](std::vector<uint8_t> code, uint16_t flags = 0, std::string_view name = "m", size_t handlers = 0) {
     return AlwaysInlined(name, flags, code, handlers, cp);
   };
-  const std::vector<uint8_t> getter = {0x2a, 0xb4, 0, 1, 0xac};  // aload_0; getfield; ireturn
+  const std::vector<uint8_t> getter = {kOpAload0, kOpGetfield, 0, 1, kOpIreturn};
   EXPECT_TRUE(inlined(getter));
   EXPECT_TRUE(inlined({kOpReturn}));
   // iload_0; ifeq +5; iconst_1; ireturn; iconst_0; ireturn: a forward branch
-  EXPECT_TRUE(inlined({0x1a, 0x99, 0, 5, 0x04, 0xac, 0x03, 0xac}));
-  std::vector<uint8_t> size35(34, 0x00), size36(35, 0x00);  // nops
+  EXPECT_TRUE(inlined({kOpIload0, kOpIfeq, 0, 5, kOpIconst1, kOpIreturn, kOpIconst0, kOpIreturn}));
+  std::vector<uint8_t> size35(34, kOpNop), size36(35, kOpNop);
   size35.push_back(kOpReturn);
   size36.push_back(kOpReturn);
   EXPECT_TRUE(inlined(size35));
   EXPECT_FALSE(inlined(size36));
-  EXPECT_TRUE(inlined({0x12, 1, 0xac}));         // ldc Integer
-  EXPECT_FALSE(inlined({0x12, 2, 0xac}));        // ldc Dynamic: a bootstrap call
-  EXPECT_FALSE(inlined({kOpLdcW, 0, 2, 0xac}));  // ldc_w Dynamic
-  EXPECT_FALSE(inlined({0x00, kOpGoto, 0xff, 0xff}));  // a loop (backward goto)
+  EXPECT_TRUE(inlined({kOpLdc, 1, kOpIreturn}));         // Integer
+  EXPECT_FALSE(inlined({kOpLdc, 2, kOpIreturn}));        // Dynamic: a bootstrap call
+  EXPECT_FALSE(inlined({kOpLdcW, 0, 2, kOpIreturn}));    // Dynamic
+  EXPECT_FALSE(inlined({kOpLdc2W, 0, 2, kOpIreturn}));   // Dynamic
+  EXPECT_FALSE(inlined({kOpNop, kOpGoto, 0xff, 0xff}));  // a loop (backward goto)
   EXPECT_FALSE(inlined({kOpGoto, 0, 0}));              // a jump to itself
   EXPECT_FALSE(inlined({kOpInvokestatic, 0, 1, kOpReturn}));
-  EXPECT_FALSE(inlined({0x2a, 0xb6, 0, 1, kOpReturn}));              // invokevirtual
-  EXPECT_FALSE(inlined({0x2a, kOpInvokespecial, 0, 1, kOpReturn}));  // invokespecial
-  EXPECT_FALSE(inlined({0x2a, 0xb9, 0, 1, 1, 0, kOpReturn}));        // invokeinterface
-  EXPECT_FALSE(inlined({0xba, 0, 1, 0, 0, 0x57, kOpReturn}));        // invokedynamic; pop
-  EXPECT_FALSE(inlined({0x2a, 0xc2, 0x2a, 0xc3, kOpReturn}));        // monitorenter/monitorexit
-  EXPECT_FALSE(inlined({0x2a, kOpAthrow}));
-  EXPECT_FALSE(inlined({kOpJsr, 0, 4, kOpReturn, 0x4b, kOpRet, 0}));
+  EXPECT_FALSE(inlined({kOpAload0, kOpInvokevirtual, 0, 1, kOpReturn}));
+  EXPECT_FALSE(inlined({kOpAload0, kOpInvokespecial, 0, 1, kOpReturn}));
+  EXPECT_FALSE(inlined({kOpAload0, kOpInvokeinterface, 0, 1, 1, 0, kOpReturn}));
+  EXPECT_FALSE(inlined({kOpInvokedynamic, 0, 1, 0, 0, kOpPop, kOpReturn}));
+  EXPECT_FALSE(inlined({kOpAload0, kOpMonitorenter, kOpAload0, kOpMonitorexit, kOpReturn}));
+  EXPECT_FALSE(inlined({kOpAload0, kOpAthrow}));
+  EXPECT_FALSE(inlined({kOpJsr, 0, 4, kOpReturn, kOpAstore0, kOpRet, 0}));
+  EXPECT_FALSE(inlined({kOpWide, kOpRet, 0, 0}));
   EXPECT_FALSE(inlined(getter, kAccSynchronized));
   EXPECT_FALSE(inlined(getter, kAccNative));
   EXPECT_FALSE(inlined(getter, kAccAbstract));
@@ -410,7 +553,7 @@ TEST(JvmRewriter, AlwaysInlinedRuleTakesTinyLeavesWithoutLoopsOnly) {
   EXPECT_FALSE(inlined({kOpReturn}, kAccStatic, "<clinit>"));
   EXPECT_FALSE(inlined(getter, 0, "m", 1));  // an exception handler
   EXPECT_FALSE(inlined({}));
-  EXPECT_FALSE(inlined({0xff}));  // not an instruction
+  EXPECT_FALSE(inlined({0xff}));  // impdep2, reserved: not an instruction
 }
 
 // ---- real programs ----------------------------------------------------------

@@ -4,39 +4,34 @@
 
 namespace lookback::jvm {
 
-namespace {
-
-// Fixed instruction lengths, 0 for variable-length (switches, wide) and invalid opcodes.
 int FixedLength(uint8_t op) {
-  if (op <= 0x0f) return 1;
-  if (op == 0x10 || op == 0x12) return 2;
-  if (op == 0x11 || op == 0x13 || op == 0x14) return 3;
-  if (op <= 0x19) return 2;
-  if (op <= 0x35) return 1;
-  if (op <= 0x3a) return 2;
-  if (op <= 0x83) return 1;
-  if (op == 0x84) return 3;
-  if (op <= 0x98) return 1;
-  if (op <= 0xa8) return 3;
-  if (op == 0xa9) return 2;
-  if (op == 0xaa || op == 0xab) return 0;
-  if (op <= 0xb1) return 1;
-  if (op <= 0xb8) return 3;
-  if (op == 0xb9 || op == 0xba) return 5;
-  if (op == 0xbb) return 3;
-  if (op == 0xbc) return 2;
-  if (op == 0xbd) return 3;
-  if (op == 0xbe || op == 0xbf) return 1;
-  if (op == 0xc0 || op == 0xc1) return 3;
-  if (op == 0xc2 || op == 0xc3) return 1;
-  if (op == 0xc4) return 0;
-  if (op == 0xc5) return 4;
-  if (op <= 0xc7) return 3;
-  if (op <= 0xc9) return 5;
+  if (op <= kOpDconst1) return 1;
+  if (op == kOpBipush || op == kOpLdc) return 2;
+  if (op == kOpSipush || op == kOpLdcW || op == kOpLdc2W) return 3;
+  if (op <= kOpAload) return 2;   // iload .. aload: a one-byte local index
+  if (op <= kOpSaload) return 1;  // xload_<n>, xaload
+  if (op <= kOpAstore) return 2;  // istore .. astore: a one-byte local index
+  if (op <= kOpLxor) return 1;    // xstore_<n>, xastore, stack, math
+  if (op == kOpIinc) return 3;
+  if (op <= kOpDcmpg) return 1;  // conversions, lcmp .. dcmpg
+  if (op <= kOpJsr) return 3;    // ifeq .. if_acmpne, goto, jsr: a two-byte offset
+  if (op == kOpRet) return 2;
+  if (op == kOpTableswitch || op == kOpLookupswitch) return 0;
+  if (op <= kOpReturn) return 1;        // ireturn .. return
+  if (op <= kOpInvokestatic) return 3;  // field access, invokevirtual/special/static
+  if (op == kOpInvokeinterface || op == kOpInvokedynamic) return 5;
+  if (op == kOpNew) return 3;
+  if (op == kOpNewarray) return 2;
+  if (op == kOpAnewarray) return 3;
+  if (op == kOpArraylength || op == kOpAthrow) return 1;
+  if (op == kOpCheckcast || op == kOpInstanceof) return 3;
+  if (op == kOpMonitorenter || op == kOpMonitorexit) return 1;
+  if (op == kOpWide) return 0;
+  if (op == kOpMultianewarray) return 4;
+  if (op <= kOpIfnonnull) return 3;  // ifnull, ifnonnull
+  if (op <= kOpJsrW) return 5;       // goto_w, jsr_w
   return 0;
 }
-
-}  // namespace
 
 int32_t ReadS4(std::span<const uint8_t> c, size_t at) {
   return static_cast<int32_t>(uint32_t{c[at]} << 24 | uint32_t{c[at + 1]} << 16 | uint32_t{c[at + 2]} << 8 |
@@ -72,9 +67,9 @@ Result<std::vector<Insn>> DecodeInstructions(std::span<const uint8_t> code) {
       if (pc + 1 >= n) return Error{"wide truncated", pc};
       in.wide_op = code[pc + 1];
       uint8_t w = in.wide_op;
-      if ((w >= 0x15 && w <= 0x19) || (w >= 0x36 && w <= 0x3a) || w == kOpRet) {
+      if ((w >= kOpIload && w <= kOpAload) || (w >= kOpIstore && w <= kOpAstore) || w == kOpRet) {
         len = 4;
-      } else if (w == 0x84) {
+      } else if (w == kOpIinc) {
         len = 6;
       } else {
         return Error{"invalid opcode after wide", pc};
@@ -476,29 +471,33 @@ bool ApplyInstruction(std::span<const uint8_t> code, const Insn& in, const Const
   auto u1 = [&](size_t k) { return code[pc + k]; };
   auto u2 = [&](size_t k) { return ReadU2(code, pc + k); };
   static constexpr T::Tag kKinds[4] = {T::kInteger, T::kLong, T::kFloat, T::kDouble};
-  if (op == 0x00) {
-  } else if (op == 0x01) {
+  if (op == kOpNop) {
+  } else if (op == kOpAconstNull) {
     s.Push(T::kNull);
-  } else if (op <= 0x08 || op == 0x10 || op == 0x11) {
+  } else if (op <= kOpIconst5 || op == kOpBipush || op == kOpSipush) {
     s.Push(T::kInteger);
-  } else if (op <= 0x0a) {
+  } else if (op <= kOpLconst1) {
     s.Push(T::kLong);
-  } else if (op <= 0x0d) {
+  } else if (op <= kOpFconst2) {
     s.Push(T::kFloat);
-  } else if (op <= 0x0f) {
+  } else if (op <= kOpDconst1) {
     s.Push(T::kDouble);
-  } else if (op >= 0x12 && op <= 0x14) {
-    auto t = LdcType(cp, op == 0x12 ? u1(1) : u2(1));
+  } else if (op >= kOpLdc && op <= kOpLdc2W) {
+    auto t = LdcType(cp, op == kOpLdc ? u1(1) : u2(1));
     if (!t) return false;
     s.Push(*t);
-  } else if (op >= 0x15 && op <= 0x19) {  // xload index
-    s.Push(op == 0x19 ? s.Local(u1(1)) : T::Of(op == 0x15 ? T::kInteger : op == 0x16 ? T::kLong : op == 0x17 ? T::kFloat : T::kDouble));
-  } else if (op >= 0x1a && op <= 0x2d) {  // xload_n
-    int kind = (op - 0x1a) / 4, n = (op - 0x1a) % 4;
+  } else if (op >= kOpIload && op <= kOpAload) {  // xload index
+    s.Push(op == kOpAload ? s.Local(u1(1))
+                          : T::Of(op == kOpIload   ? T::kInteger
+                                  : op == kOpLload ? T::kLong
+                                  : op == kOpFload ? T::kFloat
+                                                   : T::kDouble));
+  } else if (op >= kOpIload0 && op <= kOpAload3) {  // xload_n
+    int kind = (op - kOpIload0) / 4, n = (op - kOpIload0) % 4;
     if (kind == 4) s.Push(s.Local(static_cast<size_t>(n)));
     else s.Push(T::Of(kind == 0 ? T::kInteger : kind == 1 ? T::kLong : kind == 2 ? T::kFloat : T::kDouble));
-  } else if (op >= 0x2e && op <= 0x35) {  // xaload
-    if (op == 0x32) {
+  } else if (op >= kOpIaload && op <= kOpSaload) {  // xaload
+    if (op == kOpAaload) {
       T arr = s.Top(1);
       s.Pop(2);
       if (arr.tag == T::kNull) {
@@ -512,98 +511,102 @@ bool ApplyInstruction(std::span<const uint8_t> code, const Insn& in, const Const
       }
     } else {
       s.Pop(2);
-      s.Push(op == 0x2f ? T::kLong : op == 0x30 ? T::kFloat : op == 0x31 ? T::kDouble : T::kInteger);
+      s.Push(op == kOpLaload ? T::kLong : op == kOpFaload ? T::kFloat : op == kOpDaload ? T::kDouble : T::kInteger);
     }
-  } else if (op >= 0x36 && op <= 0x3a) {  // xstore index
-    s.PopStore(u1(1), op == 0x3a ? T::kObject : kKinds[op == 0x36 ? 0 : op == 0x37 ? 1 : op == 0x38 ? 2 : 3]);
-  } else if (op >= 0x3b && op <= 0x4e) {  // xstore_n
-    int kind = (op - 0x3b) / 4, n = (op - 0x3b) % 4;
+  } else if (op >= kOpIstore && op <= kOpAstore) {  // xstore index
+    s.PopStore(u1(1), op == kOpAstore ? T::kObject
+                                      : kKinds[op == kOpIstore   ? 0
+                                               : op == kOpLstore ? 1
+                                               : op == kOpFstore ? 2
+                                                                 : 3]);
+  } else if (op >= kOpIstore0 && op <= kOpAstore3) {  // xstore_n
+    int kind = (op - kOpIstore0) / 4, n = (op - kOpIstore0) % 4;
     s.PopStore(static_cast<size_t>(n), kind == 4 ? T::kObject : kKinds[kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? 2 : 3]);
-  } else if (op >= 0x4f && op <= 0x56) {  // xastore
-    s.Pop(op == 0x50 || op == 0x52 ? 4 : 3);
-  } else if (op == 0x57) {
+  } else if (op >= kOpIastore && op <= kOpSastore) {  // xastore
+    s.Pop(op == kOpLastore || op == kOpDastore ? 4 : 3);
+  } else if (op == kOpPop) {
     s.Pop(1);
-  } else if (op == 0x58) {
+  } else if (op == kOpPop2) {
     s.Pop(2);
-  } else if (op == 0x59) {
+  } else if (op == kOpDup) {
     s.Shuffle(1, 0);
-  } else if (op == 0x5a) {
+  } else if (op == kOpDupX1) {
     s.Shuffle(1, 1);
-  } else if (op == 0x5b) {
+  } else if (op == kOpDupX2) {
     s.Shuffle(1, 2);
-  } else if (op == 0x5c) {
+  } else if (op == kOpDup2) {
     s.Shuffle(2, 0);
-  } else if (op == 0x5d) {
+  } else if (op == kOpDup2X1) {
     s.Shuffle(2, 1);
-  } else if (op == 0x5e) {
+  } else if (op == kOpDup2X2) {
     s.Shuffle(2, 2);
-  } else if (op == 0x5f) {
+  } else if (op == kOpSwap) {
     T a = s.Top(0), b = s.Top(1);
     s.Pop(2);
     s.Push(a);
     s.Push(b);
-  } else if (op >= 0x60 && op <= 0x73) {  // add sub mul div rem
-    T t = T::Of(kKinds[(op - 0x60) % 4]);
+  } else if (op >= kOpIadd && op <= kOpDrem) {  // add sub mul div rem
+    T t = T::Of(kKinds[(op - kOpIadd) % 4]);
     s.Pop(t.wide() ? 4 : 2);
     s.Push(t);
-  } else if (op >= 0x74 && op <= 0x77) {  // neg
-    T t = T::Of(kKinds[op - 0x74]);
+  } else if (op >= kOpIneg && op <= kOpDneg) {  // neg
+    T t = T::Of(kKinds[op - kOpIneg]);
     s.Pop(t.wide() ? 2 : 1);
     s.Push(t);
-  } else if (op >= 0x78 && op <= 0x7d) {  // shifts: value, int count
-    bool l = (op - 0x78) % 2 == 1;
+  } else if (op >= kOpIshl && op <= kOpLushr) {  // shifts: value, int count
+    bool l = (op - kOpIshl) % 2 == 1;
     s.Pop(l ? 3 : 2);
     s.Push(l ? T::kLong : T::kInteger);
-  } else if (op >= 0x7e && op <= 0x83) {  // and or xor
-    bool l = (op - 0x7e) % 2 == 1;
+  } else if (op >= kOpIand && op <= kOpLxor) {  // and or xor
+    bool l = (op - kOpIand) % 2 == 1;
     s.Pop(l ? 4 : 2);
     s.Push(l ? T::kLong : T::kInteger);
-  } else if (op == 0x84) {
-  } else if (op >= 0x85 && op <= 0x93) {  // conversions
+  } else if (op == kOpIinc) {
+  } else if (op >= kOpI2l && op <= kOpI2s) {  // conversions
     static constexpr T::Tag kFrom[15] = {T::kInteger, T::kInteger, T::kInteger, T::kLong,   T::kLong,
                                          T::kLong,    T::kFloat,   T::kFloat,   T::kFloat,  T::kDouble,
                                          T::kDouble,  T::kDouble,  T::kInteger, T::kInteger, T::kInteger};
     static constexpr T::Tag kTo[15] = {T::kLong,    T::kFloat, T::kDouble,  T::kInteger, T::kFloat,
                                        T::kDouble,  T::kInteger, T::kLong,  T::kDouble,  T::kInteger,
                                        T::kLong,    T::kFloat, T::kInteger, T::kInteger, T::kInteger};
-    s.Pop(T::Of(kFrom[op - 0x85]).wide() ? 2 : 1);
-    s.Push(kTo[op - 0x85]);
-  } else if (op >= 0x94 && op <= 0x98) {  // lcmp fcmpl fcmpg dcmpl dcmpg
-    s.Pop(op == 0x95 || op == 0x96 ? 2 : 4);
+    s.Pop(T::Of(kFrom[op - kOpI2l]).wide() ? 2 : 1);
+    s.Push(kTo[op - kOpI2l]);
+  } else if (op >= kOpLcmp && op <= kOpDcmpg) {  // lcmp fcmpl fcmpg dcmpl dcmpg
+    s.Pop(op == kOpFcmpl || op == kOpFcmpg ? 2 : 4);
     s.Push(T::kInteger);
-  } else if (op >= 0x99 && op <= 0x9e) {
+  } else if (op >= kOpIfeq && op <= kOpIfle) {  // compare one int with zero
     s.Pop(1);
-  } else if (op >= 0x9f && op <= 0xa6) {
+  } else if (op >= kOpIfIcmpeq && op <= kOpIfAcmpne) {  // compare two ints or two references
     s.Pop(2);
   } else if (op == kOpGoto || op == kOpGotoW) {
   } else if (op == kOpTableswitch || op == kOpLookupswitch) {
     s.Pop(1);
   } else if (IsReturn(op)) {
-    s.Pop(op == 0xad || op == 0xaf ? 2 : op == kOpReturn ? 0 : 1);
-  } else if (op >= 0xb2 && op <= 0xb5) {  // field access
+    s.Pop(op == kOpLreturn || op == kOpDreturn ? 2 : op == kOpReturn ? 0 : 1);
+  } else if (op >= kOpGetstatic && op <= kOpPutfield) {  // field access
     auto nt = cp.RefNameAndType(u2(1));
     if (!nt) return false;
     auto t = T::FromDescriptor(nt->second);
     if (!t) return false;
     size_t w = t->wide() ? 2 : 1;
-    if (op == 0xb2) {
+    if (op == kOpGetstatic) {
       s.Push(*t);
-    } else if (op == 0xb3) {
+    } else if (op == kOpPutstatic) {
       s.Pop(w);
-    } else if (op == 0xb4) {
+    } else if (op == kOpGetfield) {
       s.Pop(1);
       s.Push(*t);
     } else {
       s.Pop(w + 1);
     }
-  } else if (op >= 0xb6 && op <= 0xba) {  // invokes
+  } else if (op >= kOpInvokevirtual && op <= kOpInvokedynamic) {  // invokes
     auto nt = cp.RefNameAndType(u2(1));
     if (!nt) return false;
     auto d = ParseMethodDescriptor(nt->second);
     if (!d) return false;
     size_t args = 0;
     for (const auto& p : d->params) args += static_cast<size_t>(SlotSize(p));
-    if (op != kOpInvokestatic && op != 0xba) {
+    if (op != kOpInvokestatic && op != kOpInvokedynamic) {
       T receiver = s.Top(args);
       s.Pop(args + 1);
       if (op == kOpInvokespecial && nt->first == "<init>") {
@@ -624,43 +627,51 @@ bool ApplyInstruction(std::span<const uint8_t> code, const Insn& in, const Const
     if (d->ret != "V") s.Push(*T::FromDescriptor(d->ret));
   } else if (op == kOpNew) {
     s.Push(T{T::kUninit, in.offset, {}});
-  } else if (op == 0xbc) {
+  } else if (op == kOpNewarray) {
     static constexpr const char* kArr[12] = {"", "", "", "", "[Z", "[C", "[F", "[D", "[B", "[S", "[I", "[J"};
     uint8_t at = u1(1);
     if (at < 4 || at > 11) return false;
     s.Pop(1);
     s.Push(T::Object(kArr[at]));
-  } else if (op == 0xbd) {
+  } else if (op == kOpAnewarray) {
     auto name = cp.ClassName(u2(1));
     if (!name) return false;
     s.Pop(1);
     s.Push(T::Object((*name)[0] == '[' ? "[" + std::string(*name) : "[L" + std::string(*name) + ";"));
-  } else if (op == 0xbe) {
+  } else if (op == kOpArraylength) {
     s.Pop(1);
     s.Push(T::kInteger);
   } else if (op == kOpAthrow) {
     s.Pop(1);
-  } else if (op == 0xc0) {
+  } else if (op == kOpCheckcast) {
     auto name = cp.ClassName(u2(1));
     if (!name) return false;
     s.Pop(1);
     s.Push(T::Object(std::string(*name)));
-  } else if (op == 0xc1) {
+  } else if (op == kOpInstanceof) {
     s.Pop(1);
     s.Push(T::kInteger);
-  } else if (op == 0xc2 || op == 0xc3) {
+  } else if (op == kOpMonitorenter || op == kOpMonitorexit) {
     s.Pop(1);
   } else if (op == kOpWide) {
     uint8_t w = in.wide_op;
     size_t idx = u2(2);
-    if (w >= 0x15 && w <= 0x19) {
-      s.Push(w == 0x19 ? s.Local(idx) : T::Of(w == 0x15 ? T::kInteger : w == 0x16 ? T::kLong : w == 0x17 ? T::kFloat : T::kDouble));
-    } else if (w >= 0x36 && w <= 0x3a) {
-      s.PopStore(idx, w == 0x3a ? T::kObject : kKinds[w == 0x36 ? 0 : w == 0x37 ? 1 : w == 0x38 ? 2 : 3]);
-    } else if (w != 0x84) {
+    if (w >= kOpIload && w <= kOpAload) {
+      s.Push(w == kOpAload ? s.Local(idx)
+                           : T::Of(w == kOpIload   ? T::kInteger
+                                   : w == kOpLload ? T::kLong
+                                   : w == kOpFload ? T::kFloat
+                                                   : T::kDouble));
+    } else if (w >= kOpIstore && w <= kOpAstore) {
+      s.PopStore(idx, w == kOpAstore ? T::kObject
+                                     : kKinds[w == kOpIstore   ? 0
+                                              : w == kOpLstore ? 1
+                                              : w == kOpFstore ? 2
+                                                               : 3]);
+    } else if (w != kOpIinc) {
       return false;  // wide ret
     }
-  } else if (op == 0xc5) {
+  } else if (op == kOpMultianewarray) {
     auto name = cp.ClassName(u2(1));
     if (!name) return false;
     s.Pop(u1(3));

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "frontends/jvm/bytecode.h"
 #include "frontends/jvm/rewriter.h"
 
 namespace lookback::jvm {
@@ -46,11 +47,11 @@ void ProbeMethod(Writer* w, uint16_t name, uint16_t native_ref) {
   w->U2(kIntVoid);
   w->U2(1);  // attributes: Code
   const uint8_t code[] = {
-      0xb2, static_cast<uint8_t>(kOnField >> 8), static_cast<uint8_t>(kOnField),  // 0: getstatic on
-      0x99, 0x00, 0x07,                                                           // 3: ifeq 10
-      0x1a,                                                                       // 6: iload_0
-      0xb8, static_cast<uint8_t>(native_ref >> 8), static_cast<uint8_t>(native_ref),  // 7: invokestatic
-      0xb1,                                                                       // 10: return
+      kOpGetstatic, static_cast<uint8_t>(kOnField >> 8), static_cast<uint8_t>(kOnField),  // 0: getstatic on
+      kOpIfeq, 0x00, 0x07,                                                                // 3: ifeq 10
+      kOpIload0,                                                                          // 6: iload_0
+      kOpInvokestatic, static_cast<uint8_t>(native_ref >> 8), static_cast<uint8_t>(native_ref),  // 7: invokestatic
+      kOpReturn,                                                                          // 10: return
   };
   w->U2(kCodeName);
   w->U4(2 + 2 + 4 + sizeof code + 2 + 2);

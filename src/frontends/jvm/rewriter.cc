@@ -32,13 +32,14 @@ bool AlwaysInlined(std::string_view method_name, uint16_t access_flags, std::spa
   if (!insns.ok()) return false;
   for (const Insn& in : insns.value()) {
     switch (in.op) {
-      case 0xb6: case 0xb7: case 0xb8: case 0xb9: case 0xba:  // invokevirtual/special/static/interface/dynamic
-      case 0xc2: case 0xc3:                                    // monitorenter, monitorexit
+      case kOpInvokevirtual: case kOpInvokespecial: case kOpInvokestatic: case kOpInvokeinterface:
+      case kOpInvokedynamic:
+      case kOpMonitorenter: case kOpMonitorexit:
       case kOpAthrow:
       case kOpJsr: case kOpJsrW: case kOpRet:
         return false;
-      case 0x12: case kOpLdcW: case 0x14: {  // ldc, ldc_w, ldc2_w: a dynamic constant runs its bootstrap method
-        const uint16_t index = in.op == 0x12 ? code[in.offset + 1] : ReadU2(code, in.offset + 1);
+      case kOpLdc: case kOpLdcW: case kOpLdc2W: {  // a dynamic constant runs its bootstrap method
+        const uint16_t index = in.op == kOpLdc ? code[in.offset + 1] : ReadU2(code, in.offset + 1);
         const CpEntry* e = cp.Get(index);
         if (e == nullptr || e->tag == kCpDynamic) return false;
         break;

@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "exporters/json_util.h"
+
 namespace lookback::cli {
 
 // ---- units -------------------------------------------------------------------
@@ -209,27 +211,12 @@ inline std::string CsvField(std::string_view s) {
   return out + "\"";
 }
 
+// A JSON string literal: the exporters' escaping (exporters/json_util.h), one
+// definition for every JSON lookback writes.
 inline std::string JsonString(std::string_view s) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 15]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out + "\"";
+  std::string out;
+  exporters::AppendJsonString(&out, s);
+  return out;
 }
 
 // A finite double for JSON (null when not finite), e.g. a relative change.

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "runtime/control_protocol.h"
 #include "runtime/config.h"
 
 namespace lookback::cli {
@@ -43,7 +44,7 @@ int Run(const DumpOptions& o) {
   if (fd < 0) return Fail(std::string("socket: ") + strerror(errno)), kExitError;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  const std::string name = "lookback-" + std::to_string(o.pid);
+  const std::string name = control::SocketName(static_cast<uint32_t>(o.pid));
   memcpy(addr.sun_path + 1, name.data(), name.size());
   const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
@@ -54,7 +55,7 @@ int Run(const DumpOptions& o) {
                 "or has not reached its first traced function yet"),
            kExitError;
   }
-  const std::string req = (o.timings ? "TIMED-DUMP " : "DUMP ") + o.reason + "\n";
+  const std::string req = std::string(o.timings ? control::kTimedDump : control::kDump) + " " + o.reason + "\n";
   if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     close(fd);
     return Fail(std::string("cannot send the request: ") + strerror(errno)), kExitError;
@@ -67,7 +68,7 @@ int Run(const DumpOptions& o) {
   auto complete = [&] {
     const size_t nl = reply.find('\n');
     if (nl == std::string::npos) return false;
-    return !o.timings || reply.rfind("OK ", 0) != 0 || reply.find('\n', nl + 1) != std::string::npos;
+    return !o.timings || reply.rfind(control::kOk, 0) != 0 || reply.find('\n', nl + 1) != std::string::npos;
   };
   while (!complete()) {
     pollfd p{fd, POLLIN, 0};
@@ -81,27 +82,27 @@ int Run(const DumpOptions& o) {
     reply.append(buf, static_cast<size_t>(r));
   }
   close(fd);
-  if (reply.rfind("OK ", 0) == 0) {
+  if (reply.rfind(control::kOk, 0) == 0) {
     const size_t nl = reply.find('\n');
     printf("%s\n", reply.substr(3, nl - 3).c_str());
     if (o.timings) {
       const std::string rest = reply.substr(nl + 1);
-      if (rest.rfind("TIMING ", 0) != 0) return Fail("process " + std::to_string(o.pid) + " sent no timings"), kExitError;
+      if (rest.rfind(control::kTiming, 0) != 0) return Fail("process " + std::to_string(o.pid) + " sent no timings"), kExitError;
       // What the process cannot see: time spent waiting in its socket's
       // backlog while it wrote an earlier dump.
       timespec t1;
       clock_gettime(CLOCK_MONOTONIC, &t1);
       const long long waited = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
-      std::string line = rest.substr(7);
+      std::string line = rest.substr(control::kTiming.size());
       while (!line.empty() && line.back() == '\n') line.pop_back();
       fprintf(stderr, "timings: %s answered_ns=%lld\n", line.c_str(), waited);
     }
     return kExitOk;
   }
-  if (o.timings && reply == "ERR unknown request\n")
+  if (o.timings && reply == control::kUnknownRequest)
     return Fail("process " + std::to_string(o.pid) + " runs an older lookback that cannot report timings: drop --timings"),
            kExitError;
-  if (reply.rfind("ERR ", 0) == 0) return Fail("process " + std::to_string(o.pid) + ": " + reply.substr(4, reply.size() - 5)), kExitError;
+  if (reply.rfind(control::kErr, 0) == 0) return Fail("process " + std::to_string(o.pid) + ": " + reply.substr(4, reply.size() - 5)), kExitError;
   return Fail("process " + std::to_string(o.pid) + " closed the connection without an answer"), kExitError;
 }
 

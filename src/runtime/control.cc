@@ -8,11 +8,8 @@
 // and wakes up on its own for the detectors' ticks and for dumps that wait
 // out a post-trigger delay (triggers.h).
 //   - a listening UNIX socket in the abstract namespace, "\0lookback-<pid>",
-//     for `lookback dump PID`. Only peers with our uid (or root) are served.
-// Protocol on the socket, one line each way:
-//   -> "DUMP <reason>\n"        <- "OK <path>\n" | "ERR <message>\n"
-//   -> "TIMED-DUMP <reason>\n"  <- "OK <path>\nTIMING key=value ...\n" | "ERR <message>\n"
-//   -> "PING\n"                 <- "OK <pid> <process name>\n"
+//     for `lookback dump PID` (protocol: runtime/control_protocol.h, shared
+//     with the CLI).
 // Dump requests that wait while a dump is written share the next dump
 // (ServeRequests); every one gets its answer.
 #include <errno.h>
@@ -32,6 +29,7 @@
 
 #include <sys/syscall.h>
 
+#include "runtime/control_protocol.h"
 #include "runtime/exclude.h"
 #include "runtime/runtime.h"
 #include "runtime/sampler.h"
@@ -66,7 +64,7 @@ Control& C() {
   return *std::launder(reinterpret_cast<Control*>(g_control_storage));
 }
 
-std::string SocketName(uint32_t pid) { return "lookback-" + std::to_string(pid); }
+using control::SocketName;
 
 // Connections waiting to be accepted; beyond that, connect() blocks until the
 // control thread catches up.
@@ -109,11 +107,11 @@ struct Requester {
 
 // The reply to a dump request that was answered by `out`.
 std::string DumpReply(const DumpOutcome& out, const Requester& q, uint32_t requests) {
-  if (!out.ok) return "ERR " + out.error + "\n";
-  std::string r = "OK " + out.path + "\n";
+  if (!out.ok) return std::string(control::kErr) + out.error + "\n";
+  std::string r = std::string(control::kOk) + out.path + "\n";
   if (q.timed) {
     const DumpPhases& p = out.phases;
-    r += "TIMING requests=" + std::to_string(requests) + " threads=" + std::to_string(p.threads) +
+    r += std::string(control::kTiming) + "requests=" + std::to_string(requests) + " threads=" + std::to_string(p.threads) +
          " bytes=" + std::to_string(p.bytes) + " snapshot_bytes=" + std::to_string(p.snapshot_bytes) +
          " batches=" + std::to_string(p.batches) + " direct=" + std::to_string(p.direct ? 1 : 0) + " queued_ns=" + std::to_string(p.queued_ns) +
          " prepare_ns=" + std::to_string(p.prepare_ns) + " snapshot_ns=" + std::to_string(p.snapshot_ns) +
@@ -145,7 +143,7 @@ void ServeRequests(int listen_fd) {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != getuid() && cred.uid != 0)) {
-      WriteAll(fd, "ERR permission denied: not the same user\n");
+      WriteAll(fd, std::string(control::kErr) + "permission denied: not the same user\n");
       close(fd);
       continue;
     }
@@ -178,7 +176,7 @@ void ServeRequests(int listen_fd) {
             q.line.resize(nl);
             done = true;
           } else if (q.line.size() > 4096) {
-            WriteAll(q.fd, "ERR request too long\n");
+            WriteAll(q.fd, std::string(control::kErr) + "request too long\n");
             drop = true;
           }
         }
@@ -188,18 +186,18 @@ void ServeRequests(int listen_fd) {
         close(q.fd);
       } else if (!done) {
         still.push_back(std::move(q));
-      } else if (q.line == "PING") {
-        WriteAll(q.fd, "OK " + std::to_string(R().pid) + " " + R().process_name + "\n");
+      } else if (q.line == control::kPing) {
+        WriteAll(q.fd, std::string(control::kOk) + std::to_string(R().pid) + " " + R().process_name + "\n");
         close(q.fd);
-      } else if (q.line.rfind("DUMP", 0) == 0 || q.line.rfind("TIMED-DUMP", 0) == 0) {
-        q.timed = q.line.rfind("TIMED-DUMP", 0) == 0;
-        q.line.erase(0, q.timed ? 10 : 4);
+      } else if (q.line.rfind(control::kDump, 0) == 0 || q.line.rfind(control::kTimedDump, 0) == 0) {
+        q.timed = q.line.rfind(control::kTimedDump, 0) == 0;
+        q.line.erase(0, q.timed ? control::kTimedDump.size() : control::kDump.size());
         if (!q.line.empty() && q.line[0] == ' ') q.line.erase(0, 1);
         if (q.line.empty()) q.line = "lookback dump";
         q.received_ns = MonotonicNs();
         dumps.push_back(std::move(q));
       } else {
-        WriteAll(q.fd, "ERR unknown request\n");
+        WriteAll(q.fd, std::string(control::kUnknownRequest));
         close(q.fd);
       }
     }

@@ -19,9 +19,8 @@
 namespace lookback::cli {
 namespace {
 
-struct ChainsOptions {
-  std::string path, thread, window, rank = "time", format = "text";
-  std::vector<std::string> symbols;
+struct ChainsOptions : DumpSelection {
+  std::string path, rank = "time", format = "text";
   size_t top = 5;
 };
 
@@ -164,11 +163,7 @@ Runner SetupChains(CLI::App* sub) {
   sub->add_option("--top", o->top, "Chains per thread (default 5)");
   sub->add_option("--rank", o->rank, "Rank chains by the leaf's time (time, default) or by depth");
   sub->add_option("--format", o->format, "text (default) or json");
-  sub->add_option("--thread", o->thread, "Only this thread (tid or name)");
-  sub->add_option("--window", o->window,
-                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
-                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
-  sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+  AddDumpSelectionFlags(sub, o.get());
   return [o] { return Run(*o); };
 }
 

@@ -14,9 +14,8 @@
 namespace lookback::cli {
 namespace {
 
-struct ConvertOptions {
-  std::string path, to, out, thread, window;
-  std::vector<std::string> symbols;
+struct ConvertOptions : DumpSelection {
+  std::string path, to, out;
   bool quiet = false;
 };
 
@@ -63,12 +62,7 @@ Runner SetupConvert(CLI::App* sub) {
   for (const auto& e : exporters::Exporters()) formats += fmt::format("\n  {:<11} {}", e.name, e.description);
   sub->add_option("--to", o->to, "Output format:" + formats)->required();
   sub->add_option("-o,--output", o->out, "Output file (a directory for nanoscope)")->required();
-  sub->add_option("--thread", o->thread, "Only this thread (tid or name)");
-  sub->add_option("--window", o->window,
-                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
-                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s; "
-                  "monotonic:START_NS..END_NS in the traced process's own CLOCK_MONOTONIC");
-  sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+  AddDumpSelectionFlags(sub, o.get());
   sub->add_flag("-q,--quiet", o->quiet, "Print only errors");
   return [o] { return Run(*o); };
 }

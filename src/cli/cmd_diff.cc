@@ -21,9 +21,8 @@ namespace {
 
 constexpr int kDefaultTableRows = 20;
 
-struct DiffOptions {
-  std::string a, b, thread, window, sort = "self", format = "table";
-  std::vector<std::string> symbols;
+struct DiffOptions : DumpSelection {
+  std::string a, b, sort = "self", format = "table";
   int top = -1;  // -1: kDefaultTableRows for a table, everything otherwise
 };
 
@@ -163,11 +162,7 @@ Runner SetupDiff(CLI::App* sub) {
   sub->add_option("--top", o->top, "Show the first N functions (default: 20 in a table, all in json/csv)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--format", o->format, "table (default), json or csv");
-  sub->add_option("--thread", o->thread, "Only this thread in both dumps (tid or name; names survive a rerun)");
-  sub->add_option("--window", o->window,
-                  "Only START..END in both dumps: signed times are relative to each dump, unsigned ones to its "
-                  "first event; units ns, us, ms, s");
-  sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+  AddDumpSelectionFlags(sub, o.get(), /*both_dumps=*/true);
   return [o] { return Run(*o); };
 }
 

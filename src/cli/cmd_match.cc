@@ -16,9 +16,8 @@
 namespace lookback::cli {
 namespace {
 
-struct MatchOptions {
-  std::string path, signatures, format = "table", thread, window;
-  std::vector<std::string> symbols;
+struct MatchOptions : DumpSelection {
+  std::string path, signatures, format = "table";
   bool quiet = false;
 };
 
@@ -140,11 +139,7 @@ Runner SetupMatch(CLI::App* sub) {
                   "descendant), optional 'min: 10ms' (last frame), 'min-top: 50ms' (first frame)")
       ->required();
   sub->add_option("--format", o->format, "table (default) or json");
-  sub->add_option("--thread", o->thread, "Only this thread (tid or name)");
-  sub->add_option("--window", o->window,
-                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
-                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
-  sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+  AddDumpSelectionFlags(sub, o.get());
   sub->add_flag("-q,--quiet", o->quiet, "Print only errors");
   return [o] { return Run(*o); };
 }

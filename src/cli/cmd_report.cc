@@ -21,9 +21,8 @@ namespace {
 
 constexpr int kDefaultTableRows = 25;
 
-struct ReportOptions {
-  std::string path, thread, window, sort = "self", format = "table";
-  std::vector<std::string> symbols;
+struct ReportOptions : DumpSelection {
+  std::string path, sort = "self", format = "table";
   int top = -1;  // -1: kDefaultTableRows for a table, everything otherwise
   bool per_thread = false;
 };
@@ -181,11 +180,7 @@ Runner SetupReport(CLI::App* sub) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--format", o->format, "table (default), json or csv");
   sub->add_flag("--per-thread", o->per_thread, "One row per thread and function instead of merging threads");
-  sub->add_option("--thread", o->thread, "Only this thread (tid or name)");
-  sub->add_option("--window", o->window,
-                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
-                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
-  sub->add_option("--symbols", o->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+  AddDumpSelectionFlags(sub, o.get());
   return [o] { return Run(*o); };
 }
 

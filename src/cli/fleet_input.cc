@@ -73,11 +73,7 @@ uint64_t FileSize(const std::string& path) {
 
 void AddFleetOptions(CLI::App* sub, FleetInput* in) {
   sub->add_option("dumps", in->paths, "Dumps (.lbk), or directories searched for them")->required();
-  sub->add_option("--thread", in->thread, "Only this thread (tid or name)");
-  sub->add_option("--window", in->window,
-                  "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
-                  "unsigned ones to the first event (0..500ms); units ns, us, ms, s");
-  sub->add_option("--symbols", in->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+  AddDumpSelectionFlags(sub, in);
   sub->add_option("--signatures", in->signatures, "Signature file: fill signature_matches (docs/analyses.md, match)");
   sub->add_flag("-q,--quiet", in->quiet, "Print only errors");
 }

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "analyses/fleet.h"
+#include "cli/opened_dump.h"
 
 namespace lookback::cli {
 
@@ -26,10 +27,9 @@ class FleetTarget : public analyses::fleet::TableSink {
   virtual std::string EndDump(bool ok) = 0;
 };
 
-struct FleetInput {
+struct FleetInput : DumpSelection {
   std::vector<std::string> paths;  // dumps and directories
-  std::vector<std::string> symbols;
-  std::string thread, window, signatures;
+  std::string signatures;
   bool quiet = false;
 };
 

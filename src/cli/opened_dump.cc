@@ -15,6 +15,19 @@ int CheckWindow(const std::string& window) {
   return kExitOk;
 }
 
+void AddDumpSelectionFlags(CLI::App* sub, DumpSelection* s, bool both_dumps) {
+  sub->add_option("--thread", s->thread,
+                  both_dumps ? "Only this thread in both dumps (tid or name; names survive a rerun)"
+                             : "Only this thread (tid or name)");
+  sub->add_option("--window", s->window,
+                  both_dumps ? "Only START..END in both dumps: signed times are relative to each dump, unsigned ones "
+                               "to its first event; units ns, us, ms, s"
+                             : "Only START..END: signed times are relative to the dump (-2s.. = the last two seconds), "
+                               "unsigned ones to the first event (0..500ms); units ns, us, ms, s; "
+                               "monotonic:START_NS..END_NS in the traced process's own CLOCK_MONOTONIC");
+  sub->add_option("--symbols", s->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
+}
+
 int OpenedDump::Open(const std::string& path, const std::vector<std::string>& symbol_dirs, const std::string& thread,
                      const std::string& window, bool quiet, const std::string& say_prefix) {
   auto opened = format::Dump::Open(path);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.h"
 #include "cli/progress.h"
 #include "format/reader.h"
 #include "model/walk.h"
@@ -19,6 +20,15 @@ namespace lookback::cli {
 // kExitOk, or kExitUsage after saying why: a bad window is a usage error,
 // found before any dump is read.
 int CheckWindow(const std::string& window);
+
+// The flags every command that walks dumps takes, with one help text:
+// --thread, --window and --symbols. `both_dumps`: diff's wording (the
+// selection applies to each of two dumps).
+struct DumpSelection {
+  std::string thread, window;
+  std::vector<std::string> symbols;
+};
+void AddDumpSelectionFlags(CLI::App* sub, DumpSelection* s, bool both_dumps = false);
 
 class OpenedDump {
  public:

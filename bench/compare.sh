@@ -74,10 +74,7 @@ mkdir -p "$work"
 [[ -n "$raw" ]] && mkdir -p "$raw"
 
 # ---- 1. the project's side: hook libraries, Listing 1, drivers ---------------
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  N cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOKBACK_BUILD_TESTS=OFF \
-    -DLOOKBACK_BUILD_BENCH=ON >&2
-fi
+N "$src/bench/configure.sh" "$build"
 N cmake --build "$build" --target listing1_bench >&2
 lb_so="$build/liblookback.so"
 floor_so="$build/bench/liblisting1_floor.so"

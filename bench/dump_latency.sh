@@ -21,9 +21,7 @@ if [[ $# -gt 0 && "$1" != "--" ]]; then
   shift
 fi
 [[ "${1:-}" == "--" ]] && shift
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOOKBACK_BUILD_BENCH=ON >&2
-fi
+"$src/bench/configure.sh" "$build" RelWithDebInfo
 cmake --build "$build" --target lookback lookback_runtime dump_latency dump_latency_bench >&2
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) CPUs" >&2
 exec "$build/bench/dump_latency" "$@"

@@ -12,9 +12,7 @@ set -euo pipefail
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-/tmp/bench-build}"
 rounds="${2:-7}"
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOKBACK_BUILD_TESTS=OFF >&2
-fi
+"$src/bench/configure.sh" "$build"
 cmake --build "$build" --target listing1_bench >&2
 bin="$build/bench/listing1_clang"
 calls=700000

@@ -10,9 +10,7 @@
 set -euo pipefail
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-/tmp/bench-build}"
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOKBACK_BUILD_TESTS=OFF >&2
-fi
+"$src/bench/configure.sh" "$build"
 cmake --build "$build" --target lookback listing1_bench >&2
 work=$(mktemp -d "${TMPDIR:-/tmp}/lookback-export-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT

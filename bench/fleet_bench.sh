@@ -15,9 +15,7 @@ set -euo pipefail
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-/tmp/bench-build}"
 other="${2:-}"
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOKBACK_BUILD_TESTS=OFF >&2
-fi
+"$src/bench/configure.sh" "$build"
 cmake --build "$build" --target lookback listing1_bench >&2
 [[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (Debian package 'time')" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/lookback-fleet-bench.XXXXXX")

@@ -16,10 +16,7 @@ src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-/tmp/bench-build}"
 if [[ $# -gt 0 ]]; then shift; fi
 
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOKBACK_BUILD_TESTS=OFF \
-    -DLOOKBACK_BUILD_BENCH=ON >&2
-fi
+"$src/bench/configure.sh" "$build"
 cmake --build "$build" --target listing1_bench >&2
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')" \

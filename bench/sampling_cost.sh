@@ -24,10 +24,7 @@ set -euo pipefail
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-/tmp/bench-build}"
 rounds="${2:-7}"
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -G Ninja -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLOOKBACK_BUILD_TESTS=OFF \
-    -DLOOKBACK_BUILD_BENCH=ON >&2
-fi
+"$src/bench/configure.sh" "$build"
 cmake --build "$build" --target listing1_bench example_jank lookback_alloc deny-perf-bench >&2
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?'), $rounds rounds" >&2
 

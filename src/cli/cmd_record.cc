@@ -61,9 +61,10 @@ std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& age
   return flags;
 }
 
-// What the command's processes told us (LOOKBACK_RECORD_EVENTS, written by
-// the exec hooks and the runtime at a JVM's exit): "jvm-started PID PATH"
-// and "jvm-untraced PID EXE".
+// What the command's processes told us (LOOKBACK_RECORD_EVENTS): the JVM
+// agent when it starts, "jvm-started PID EXE" (frontends/jvm/agent.cc), and
+// the runtime at the exit of a JVM that never loaded it, "jvm-untraced PID
+// EXE" (runtime/runtime.cc).
 struct JvmEvent {
   bool traced;
   long pid;
@@ -171,7 +172,6 @@ int Run(const RecordOptions& o) {
   }
   std::vector<JvmEvent> jvms = events_path.empty() ? std::vector<JvmEvent>{} : ReadJvmEvents(events_path);
   if (!events_path.empty()) unlink(events_path.c_str());
-  if (java_command) jvms.insert(jvms.begin(), {true, static_cast<long>(g_child), command[0]});
   if (!o.quiet) {
     for (const JvmEvent& j : jvms) {
       bool dumped = false;
@@ -182,7 +182,7 @@ int Run(const RecordOptions& o) {
                 "that the command starts; load it with -agentpath:%s, or `lookback attach %ld` while it runs "
                 "(docs/jvm.md)\n",
                 j.pid, j.program.c_str(), agent.c_str(), j.pid);
-      } else if (!dumped) {
+      } else if (!dumped && !o.no_exit_dump) {
         fprintf(stderr, "lookback: the JVM with pid %ld (%s) was traced but wrote no dump (it was killed, or crashed "
                         "before lookback could write one)\n", j.pid, j.program.c_str());
       }

@@ -126,6 +126,31 @@ TEST(Launchers, AJvmLookbackCannotSeeIsNamedInsteadOfTheCompilerFlags) {
   EXPECT_EQ(r.err.find("-finstrument-functions"), std::string::npos) << r.err;
 }
 
+// A JVM that was traced but wrote no dump is named, unless no dump was asked
+// for (--no-exit-dump); neither case is blamed on the compiler flags.
+TEST(Launchers, ATracedJvmWithoutADumpIsNamedOnlyWhenADumpWasExpected) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-no-dump");
+  const RunResult quiet = RunProgram({Cli(), "record", "--no-exit-dump", "--dir", dir + "/dumps", "--",
+                                      LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "SpawnsJvm", "child"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_TRUE(Dumps(dir + "/dumps").empty());
+  EXPECT_EQ(quiet.err.find("wrote no dump"), std::string::npos) << quiet.err;
+  EXPECT_EQ(quiet.err.find("-finstrument-functions"), std::string::npos) << quiet.err;
+  // Killed before it could write one (AttachTarget runs until told to stop;
+  // it is killed once it has said "ready"): named, with its pid.
+  const std::string cp = std::string(LOOKBACK_TEST_JAVA_CLASSES) + ":" + LOOKBACK_TEST_JAVA_API;
+  const std::string script = std::string(LOOKBACK_TEST_JAVA) + " -cp " + cp + " AttachTarget " + dir + " > " + dir +
+                             "/out.txt & pid=$!; i=0; while ! grep -q ready " + dir +
+                             "/out.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+                             "kill -9 $pid; wait; true";
+  const RunResult killed = RunProgram({Cli(), "record", "--dir", dir + "/dumps2", "--", "/bin/sh", "-c", script});
+  ASSERT_EQ(killed.exit_code, 0) << killed.err;
+  EXPECT_TRUE(Dumps(dir + "/dumps2").empty());
+  EXPECT_NE(killed.err.find("was traced but wrote no dump"), std::string::npos) << killed.err;
+  EXPECT_EQ(killed.err.find("-finstrument-functions"), std::string::npos) << killed.err;
+}
+
 TEST(Launchers, ANativeProgramWithoutHooksStillGetsTheCompilerHint) {
   const std::string dir = FreshDir("no-hooks");
   const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", "/bin/true"});

@@ -18,6 +18,7 @@
 // `lookback record` the runtime is already loaded (preloaded) and configured
 // by record's flags.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <time.h>
 #include <fnmatch.h>
 #include <jvmti.h>
@@ -435,6 +436,25 @@ enum AttachResult : jint {
 
 // Both ways in: at JVM start (-agentpath, live = false) and into a running
 // JVM (`lookback attach`, live = true).
+// Under `lookback record` (LOOKBACK_RECORD_EVENTS names a file it reads when
+// the command has ended): this JVM has the agent, so record can tell a JVM
+// that wrote no dump from one that was never traced (cmd_record.cc). One
+// line appended; nothing happens without the variable.
+void NoteStartedUnderRecord() {
+  const char* events = getenv("LOOKBACK_RECORD_EVENTS");
+  if (events == nullptr || events[0] == '\0') return;
+  char exe[4096] = "?";
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 1] = '\0';
+  const std::string line = "jvm-started " + std::to_string(getpid()) + " " + exe + "\n";
+  const int fd = open(events, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  if (write(fd, line.data(), line.size()) < 0) {
+    // record then only misses which JVM this was
+  }
+  close(fd);
+}
+
 jint Start(JavaVM* vm, char* options, bool live) {
   g_options = ParseOptions(options);
   if (!g_options.error.empty()) {
@@ -487,6 +507,8 @@ jint Start(JavaVM* vm, char* options, bool live) {
     NameRunningThreads(g_jvmti, jni);
     StartMode(g_jvmti, jni);
     EnableJavaApi(g_jvmti, jni);
+  } else {
+    NoteStartedUnderRecord();
   }
   return live ? kAttachOk : JNI_OK;
 }

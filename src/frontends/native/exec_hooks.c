@@ -18,17 +18,15 @@
  * being started is named `java`, every exec and posix_spawn here inserts
  * them after argv[0], unless the command already loads the agent. That is
  * what record does to a `java` command it starts itself, so nothing is
- * printed and the JVM starts as it would have. Each JVM started this way is
- * noted in LOOKBACK_RECORD_EVENTS (a file record reads when the command has
- * ended), so record can say which JVMs were traced. */
+ * printed and the JVM starts as it would have. (Each JVM whose agent starts
+ * says so in LOOKBACK_RECORD_EVENTS, the file record reads when the command
+ * has ended: src/frontends/jvm/agent.cc.) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -83,25 +81,6 @@ LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, char* buf, char* cons
   return out;
 }
 
-/* Tells record (LOOKBACK_RECORD_EVENTS) that process `pid` is a JVM started
- * with the agent. One write of one line to a file opened for appending. */
-LB_LOCAL void lb_note_jvm(long pid, const char* path) {
-  const char* events = getenv("LOOKBACK_RECORD_EVENTS");
-  if (events == NULL || events[0] == '\0') return;
-  const int saved_errno = errno;
-  const int fd = open(events, O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd >= 0) {
-    char line[512];
-    const int len = snprintf(line, sizeof line, "jvm-started %ld %s\n", pid, path != NULL ? path : "?");
-    if (len > 0) {
-      const ssize_t ignored = write(fd, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
-      (void)ignored;
-    }
-    close(fd);
-  }
-  errno = saved_errno;
-}
-
 /* Declares `lb_av`: argv, or argv with the JVM flags inserted, in arrays on
  * this stack frame (an exec may run in a vfork child: no malloc). */
 #define LB_JVM_ARGV(path, argv)                                                                  \
@@ -120,7 +99,6 @@ LB_NOINST int execve(const char* path, char* const argv[], char* const envp[]) {
   if (real == NULL) real = (execve_fn)dlsym(RTLD_NEXT, "execve");
   lb_before_exec();
   LB_JVM_ARGV(path, argv);
-  if (lb_flags != NULL) lb_note_jvm((long)getpid(), path);
   return real(path, lb_av, envp);
 }
 
@@ -129,7 +107,6 @@ LB_NOINST int execvpe(const char* file, char* const argv[], char* const envp[]) 
   if (real == NULL) real = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
   lb_before_exec();
   LB_JVM_ARGV(file, argv);
-  if (lb_flags != NULL) lb_note_jvm((long)getpid(), file);
   return real(file, lb_av, envp);
 }
 
@@ -139,7 +116,6 @@ LB_NOINST int execvpe(const char* file, char* const argv[], char* const envp[]) 
     if (real == NULL) real = (execv_fn)dlsym(RTLD_NEXT, #name);  \
     lb_before_exec();                                            \
     LB_JVM_ARGV(path, argv);                                     \
-    if (lb_flags != NULL) lb_note_jvm((long)getpid(), path);     \
     return real(path, lb_av);                                    \
   }
 
@@ -151,7 +127,6 @@ LB_NOINST int fexecve(int fd, char* const argv[], char* const envp[]) {
   if (real == NULL) real = (execve_fn2)dlsym(RTLD_NEXT, "fexecve");
   lb_before_exec();
   LB_JVM_ARGV(NULL, argv);
-  if (lb_flags != NULL) lb_note_jvm((long)getpid(), argv[0]);
   return real(fd, lb_av, envp);
 }
 
@@ -165,11 +140,7 @@ typedef int (*spawn_fn)(pid_t*, const char*, const posix_spawn_file_actions_t*, 
     static spawn_fn real;                                                                                 \
     if (real == NULL) real = (spawn_fn)dlsym(RTLD_NEXT, #name);                                           \
     LB_JVM_ARGV(path, argv);                                                                              \
-    pid_t child = 0;                                                                                      \
-    const int rc = real(&child, path, actions, attr, lb_av, envp);                                        \
-    if (pid != NULL) *pid = child;                                                                        \
-    if (rc == 0 && lb_flags != NULL) lb_note_jvm((long)child, path);                                      \
-    return rc;                                                                                            \
+    return real(pid, path, actions, attr, lb_av, envp);                                                   \
   }
 
 LB_SPAWN(posix_spawn)

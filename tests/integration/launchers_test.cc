@@ -137,11 +137,10 @@ TEST(Launchers, ATracedJvmWithoutADumpIsNamedOnlyWhenADumpWasExpected) {
   EXPECT_TRUE(Dumps(dir + "/dumps").empty());
   EXPECT_EQ(quiet.err.find("wrote no dump"), std::string::npos) << quiet.err;
   EXPECT_EQ(quiet.err.find("-finstrument-functions"), std::string::npos) << quiet.err;
-  // Killed before it could write one (AttachTarget runs until told to stop;
-  // it is killed once it has said "ready"): named, with its pid.
-  const std::string cp = std::string(LOOKBACK_TEST_JAVA_CLASSES) + ":" + LOOKBACK_TEST_JAVA_API;
-  const std::string script = std::string(LOOKBACK_TEST_JAVA) + " -cp " + cp + " AttachTarget " + dir + " > " + dir +
-                             "/out.txt & pid=$!; i=0; while ! grep -q ready " + dir +
+  // Killed before it could write one (it sleeps a minute once it has said
+  // "ready", and writes no dump of its own): named, with its pid.
+  const std::string script = std::string(LOOKBACK_TEST_JAVA) + " -cp " + LOOKBACK_TEST_JAVA_CLASSES +
+                             " RunsUntilKilled > " + dir + "/out.txt & pid=$!; i=0; while ! grep -q ready " + dir +
                              "/out.txt 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
                              "kill -9 $pid; wait; true";
   const RunResult killed = RunProgram({Cli(), "record", "--dir", dir + "/dumps2", "--", "/bin/sh", "-c", script});

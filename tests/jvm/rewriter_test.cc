@@ -163,6 +163,36 @@ TEST(JvmRewriter, RewrittenClassParsesAgainWithMembersAndClassAttributesUnchange
   }
 }
 
+// Inputs that once crashed the parser or the rewriter (found by the fuzzer,
+// tests/data/classfile-regressions/README.md): an error or a class that
+// parses again, never a crash, with the fuzzer's request.
+TEST(JvmRewriter, FuzzerRegressionsGiveAnErrorOrAClassThatParses) {
+  const auto files = ClassFiles(fs::path(LOOKBACK_SOURCE_DIR) / "tests/data/classfile-regressions");
+  ASSERT_FALSE(files.empty());
+  for (const auto& p : files) {
+    SCOPED_TRACE(p.string());
+    auto bytes = ReadBytes(p);
+    RewriteRequest req = CountingRequest(32760);
+    req.rename_hook = true;
+    auto r = RewriteClass(bytes.data(), bytes.size(), req);
+    if (r.changed) {
+      EXPECT_TRUE(ClassFile::Parse(r.bytes).ok());
+    }
+  }
+}
+
+// A method descriptor's return type is V or one field descriptor: an empty
+// one is malformed (FieldDescriptorLength's 0 for "malformed" equals an
+// empty string's length, which let "(II)" through).
+TEST(JvmBytecode, MethodDescriptorsWithoutAWholeReturnTypeAreMalformed) {
+  for (const char* bad : {"(II)", "()", "(I", "(I)L;", "(I)[", "()VV", "(V)V", "(L)V", "I)V"}) {
+    EXPECT_FALSE(ParseMethodDescriptor(bad).has_value()) << bad;
+  }
+  for (const char* good : {"()V", "(II)I", "([Ljava/lang/String;)V", "(JD)[[B", "(Lx;)Lx;"}) {
+    EXPECT_TRUE(ParseMethodDescriptor(good).has_value()) << good;
+  }
+}
+
 TEST(JvmRewriter, EveryTruncationIsAnErrorAndNeverACrash) {
   size_t cases = 0;
   for (const auto& p : CorpusFiles()) {

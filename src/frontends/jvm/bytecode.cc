@@ -150,7 +150,9 @@ std::optional<MethodDescriptor> ParseMethodDescriptor(std::string_view d) {
   }
   if (i >= d.size()) return std::nullopt;
   std::string_view ret = d.substr(i + 1);
-  if (ret != "V" && FieldDescriptorLength(ret) != ret.size()) return std::nullopt;
+  // FieldDescriptorLength says 0 for malformed, which an empty return type
+  // ("(II)", found by the fuzzer) would match by its size alone.
+  if (ret != "V" && (ret.empty() || FieldDescriptorLength(ret) != ret.size())) return std::nullopt;
   m.ret = std::string(ret);
   return m;
 }
@@ -624,7 +626,11 @@ bool ApplyInstruction(std::span<const uint8_t> code, const Insn& in, const Const
     } else {
       s.Pop(args);
     }
-    if (d->ret != "V") s.Push(*T::FromDescriptor(d->ret));
+    if (d->ret != "V") {
+      auto ret = T::FromDescriptor(d->ret);
+      if (!ret) return false;
+      s.Push(*ret);
+    }
   } else if (op == kOpNew) {
     s.Push(T{T::kUninit, in.offset, {}});
   } else if (op == kOpNewarray) {

@@ -13,6 +13,7 @@
 #include "model/clock_model.h"
 #include "model/decoder.h"
 #include "model/samples.h"
+#include "runtime/config.h"
 #include "symbolize/symbolizer.h"
 
 namespace lookback::cli {
@@ -104,6 +105,58 @@ void PrintBounds(std::vector<uint64_t>& bounds, uint32_t threads, uint64_t off_c
              threads, threads == 1 ? "" : "s", median, p99, max, bounds.size(), off_cpu);
 }
 
+// The overhead budget (runtime/budget.h): the setting, each thread's latest
+// estimate, and every function shed, so the reader knows what is missing.
+void PrintBudget(const format::Dump& d, symbolize::Symbolizer& sym) {
+  const format::BudgetInfo& b = d.budget;
+  if (b.percent == "off" && b.shed.empty()) {
+    fmt::print("  budget        off: every call of the traced threads is recorded\n");
+    return;
+  }
+  uint32_t budget_bp = 0;
+  rt::ParseBudget(b.percent, &budget_bp);
+  std::string line = b.percent + " of each thread's CPU time";
+  if (b.cost_ps != 0) {
+    line += fmt::format("; a trace point costs {:.1f} ns here, a shed function's call through the compiler hooks {:.1f} ns",
+                        static_cast<double>(b.cost_ps) / 1000, static_cast<double>(b.filtered_cost_ps) / 1000);
+  }
+  fmt::print("  budget        {}\n", line);
+  for (const format::BudgetEstimate& t : b.threads) {
+    std::string rates = HumanRate(static_cast<double>(t.tp_per_s)) + " trace points";
+    if (t.filtered_per_s != 0) rates += " and " + HumanRate(static_cast<double>(t.filtered_per_s)) + " calls of shed functions";
+    fmt::print("                thread {}: estimate {:.1f}% ({} per CPU second)\n", t.tid, t.estimate_bp / 100.0, rates);
+    // What the shed functions' hook calls cost alone: no shedding lowers it.
+    const double floor = static_cast<double>(t.filtered_per_s) * static_cast<double>(b.filtered_cost_ps) / 1e12;
+    if (floor * 10000 >= budget_bp * 2 / 3 && budget_bp != 0) {
+      fmt::print("                  the compiler hooks' calls of shed functions alone cost about {:.0f}% of this thread's CPU "
+                 "time: build with the clang pass (a shed function's guard costs a byte load) or exclude them at build "
+                 "time (docs/performance.md, \"The overhead budget\")\n",
+                 floor * 100);
+    }
+  }
+  if (b.shed.empty()) {
+    fmt::print("  shed          nothing: every call of the traced threads is recorded\n");
+    return;
+  }
+  size_t still = 0;
+  for (const format::ShedInfo& f : b.shed) still += f.until_ns == 0;
+  fmt::print("  shed          {} function(s) not recorded to keep within the budget ({} still shed at the dump); "
+             "their time is in their callers' self time\n",
+             b.shed.size(), still);
+  const uint64_t dump_ns = d.process.dump_monotonic_ns;
+  auto ago = [&](uint64_t ns) { return ns <= dump_ns ? HumanNs(static_cast<double>(dump_ns - ns)) + " before the dump" : "?"; };
+  constexpr size_t kShown = 20;
+  for (size_t i = 0; i < b.shed.size() && i < kShown; ++i) {
+    const format::ShedInfo& f = b.shed[i];
+    std::string when = "since " + ago(f.at_ns);
+    if (f.until_ns != 0) when = "from " + ago(f.at_ns) + " to " + ago(f.until_ns);
+    fmt::print("                {}  {}; then {} calls/s{}, thread {}\n", sym.Name(f.key), when,
+               HumanRate(static_cast<double>(f.calls_per_s)),
+               f.mean_ns != 0 ? ", mean " + HumanNs(static_cast<double>(f.mean_ns)) : std::string(), f.tid);
+  }
+  if (b.shed.size() > kShown) fmt::print("                ... {} more (lookback sql: SELECT * FROM shed)\n", b.shed.size() - kShown);
+}
+
 int Run(const InfoOptions& o) {
   auto r = format::Dump::Open(o.path);
   if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
@@ -169,6 +222,7 @@ int Run(const InfoOptions& o) {
       fmt::print("  {:<13} {}\n", key.substr(std::string(format::metadata::kNotePrefix).size()), text);
     }
   }
+  PrintBudget(d, sym);
   fmt::print("  modules       {}\n", d.modules.size());
   for (const auto& w : d.warnings) fmt::print("  warning       {}\n", w.ToString());
   for (const auto& p : sym.problems()) fmt::print("  symbols       {}\n", p);

@@ -160,6 +160,9 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
       {"--max-dump-bytes", "LOOKBACK_MAX_DUMP_BYTES", "Keep at most this many bytes of dumps in --dir (default 4G)"},
       {"--host", "LOOKBACK_HOST", "Host name recorded in dumps (default: the machine's; docs/fleet.md)"},
       {"--config", "LOOKBACK_CONFIG", "File of 'name = value' lines (names of the LOOKBACK_* variables)"},
+      {"--budget", "LOOKBACK_BUDGET",
+       "PERCENT or off: the overhead budget, the share of each thread's CPU time tracing may cost; past it the "
+       "hottest shortest functions are shed, and dumps name them (default 3%; off records every call; README)"},
       {"--clock", "LOOKBACK_CLOCK",
        "exact (a TSC reading per trace point, default) or fast[:N] (one per N records, and after every deschedule; "
        "timestamps become bounds, README)"},

@@ -312,6 +312,21 @@ inline constexpr const char* kLookbackVersion = "lookback.version"; // the runti
 // A front-end's note (lb_set_note(key, text)): "note.<key>" -> text, e.g. the
 // JVM agent's "note.jvm" (methods traced and skipped). `lookback info` shows them.
 inline constexpr const char* kNotePrefix = "note.";
+// The overhead budget (runtime/budget.h). Text values, absent from dumps of
+// runtimes without a budget (readers take "off").
+inline constexpr const char* kBudget = "budget.percent";        // "3%", "2.5%" or "off"
+// "RECORDED FILTERED": a trace point's measured cost in picoseconds, recorded
+// and dropped by the filter (a shed function's call through the hooks).
+inline constexpr const char* kBudgetCostPs = "budget.cost_ps";
+// Lines "TID ESTIMATE TRACE_POINTS_PER_S FILTERED_PER_S": each judged
+// thread's latest estimate (basis points of its CPU time), records and
+// filtered calls per second of its CPU time.
+inline constexpr const char* kBudgetThreads = "budget.threads";
+// Lines "KEY AT_NS UNTIL_NS CALLS_PER_S MEAN_NS TID", KEY in hex, the rest
+// decimal: a function shed at CLOCK_MONOTONIC AT_NS, back at UNTIL_NS (0:
+// still shed), its calls per CPU second and mean duration (0: unmeasured)
+// then, and the thread whose estimate shed it.
+inline constexpr const char* kBudgetShed = "budget.shed";
 }  // namespace metadata
 
 enum SampleField : uint32_t {

@@ -117,6 +117,82 @@ const ThreadSamples* Dump::SamplesOf(const ThreadInfo& t) const {
   return nullptr;
 }
 
+bool BudgetInfo::ShedAt(uint64_t key, int64_t ns) const {
+  for (const ShedInfo& f : shed) {
+    if (f.key == key && ns >= static_cast<int64_t>(f.at_ns) && (f.until_ns == 0 || ns < static_cast<int64_t>(f.until_ns))) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Whitespace-separated unsigned fields of one line: `hex_first` reads the
+// first in hex. False on anything else, or on a count that differs.
+bool SplitFields(const std::string& line, size_t count, bool hex_first, uint64_t* out) {
+  size_t at = 0, n = 0;
+  while (at < line.size()) {
+    while (at < line.size() && line[at] == ' ') ++at;
+    if (at == line.size()) break;
+    if (n == count) return false;
+    const int base = n == 0 && hex_first ? 16 : 10;
+    uint64_t v = 0;
+    size_t digits = 0;
+    for (; at < line.size() && line[at] != ' '; ++at, ++digits) {
+      const char c = line[at];
+      int d = c >= '0' && c <= '9' ? c - '0' : base == 16 && c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0 || d >= base || digits >= (base == 16 ? 16u : 19u)) return false;
+      v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
+    }
+    out[n++] = v;
+  }
+  return n == count;
+}
+
+}  // namespace
+
+std::optional<Error> ParseBudgetMetadata(const std::map<std::string, std::string>& m, BudgetInfo* out) {
+  auto get = [&](const char* key) -> const std::string* {
+    auto it = m.find(key);
+    return it == m.end() ? nullptr : &it->second;
+  };
+  if (const std::string* v = get(metadata::kBudget)) out->percent = *v;
+  uint64_t f[6];
+  if (const std::string* v = get(metadata::kBudgetCostPs)) {
+    if (!SplitFields(*v, 2, false, f)) return Error{"metadata " + std::string(metadata::kBudgetCostPs) + " is not two numbers: '" + *v + "'", 0};
+    out->cost_ps = f[0];
+    out->filtered_cost_ps = f[1];
+  }
+  auto lines = [](const std::string& text, auto&& each) {
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t nl = text.find('\n', at);
+      if (nl == std::string::npos) nl = text.size();
+      if (nl > at && !each(text.substr(at, nl - at))) return false;
+      at = nl + 1;
+    }
+    return true;
+  };
+  std::string bad;
+  if (const std::string* v = get(metadata::kBudgetThreads)) {
+    lines(*v, [&](const std::string& line) {
+      if (!SplitFields(line, 4, false, f) || f[0] > UINT32_MAX || f[1] > UINT32_MAX) return bad = line, false;
+      out->threads.push_back({static_cast<uint32_t>(f[0]), static_cast<uint32_t>(f[1]), f[2], f[3]});
+      return true;
+    });
+    if (!bad.empty()) return Error{"metadata " + std::string(metadata::kBudgetThreads) + " has a bad line: '" + bad + "'", 0};
+  }
+  if (const std::string* v = get(metadata::kBudgetShed)) {
+    lines(*v, [&](const std::string& line) {
+      if (!SplitFields(line, 6, true, f) || f[0] >= kKeyLimit || f[5] > UINT32_MAX || (f[2] != 0 && f[2] < f[1]))
+        return bad = line, false;
+      out->shed.push_back({f[0], f[1], f[2], f[3], f[4], static_cast<uint32_t>(f[5])});
+      return true;
+    });
+    if (!bad.empty()) return Error{"metadata " + std::string(metadata::kBudgetShed) + " has a bad line: '" + bad + "'", 0};
+  }
+  return std::nullopt;
+}
+
 Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
   Dump d;
   d.bytes_ = bytes;
@@ -332,6 +408,7 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
     return Error{"dump has no PROCESS section", header_size};
   if (!have_clock && !damage({"dump has no CLOCK section: times cannot be converted", header_size}))
     return Error{"dump has no CLOCK section", header_size};
+  if (std::optional<Error> e = ParseBudgetMetadata(d.metadata, &d.budget); e && !damage(*e)) return *e;
   if (seen != section_count_untrusted)
     d.warnings.push_back({"header announces " + std::to_string(section_count_untrusted) + " sections, found " +
                               std::to_string(seen),

@@ -83,6 +83,31 @@ struct ThreadSamples {
   std::vector<StateChange> states;
 };
 
+// The overhead budget as the writer ran it (METADATA budget.*; runtime/budget.h).
+struct ShedInfo {
+  uint64_t key = 0;
+  uint64_t at_ns = 0;        // CLOCK_MONOTONIC when it was shed
+  uint64_t until_ns = 0;     // when it came back (0: still shed at the dump)
+  uint64_t calls_per_s = 0;  // its calls per second of CPU time then
+  uint64_t mean_ns = 0;      // the mean duration of its calls then (0: not measured)
+  uint32_t tid = 0;          // the thread whose estimate shed it
+};
+struct BudgetEstimate {
+  uint32_t tid = 0;
+  uint32_t estimate_bp = 0;  // basis points of the thread's CPU time
+  uint64_t tp_per_s = 0;     // trace points recorded per second of its CPU time
+  uint64_t filtered_per_s = 0;  // calls of shed (or excluded) functions the hooks dropped, per CPU second
+};
+struct BudgetInfo {
+  std::string percent = "off";  // "3%", "off"; "off" for dumps of runtimes without a budget
+  uint64_t cost_ps = 0;           // one trace point's measured cost (0: not measured yet)
+  uint64_t filtered_cost_ps = 0;  // a call the filter drops (the hook still runs)
+  std::vector<BudgetEstimate> threads;
+  std::vector<ShedInfo> shed;   // in the order shed
+  // The functions not recorded at CLOCK_MONOTONIC `ns`.
+  bool ShedAt(uint64_t key, int64_t ns) const;
+};
+
 class Dump {
  public:
   // Maps and parses a file.
@@ -109,6 +134,7 @@ class Dump {
   // METADATA section (version 4): key -> value, e.g. how long each phase of
   // writing this dump took (format::metadata). Empty for older dumps.
   std::map<std::string, std::string> metadata;
+  BudgetInfo budget;  // parsed from metadata
   // Problems that did not stop parsing (unknown sections, trailing bytes...).
   std::vector<Error> warnings;
 
@@ -124,6 +150,9 @@ class Dump {
   std::shared_ptr<void> mapping_;
   std::span<const uint8_t> bytes_;
 };
+
+// METADATA budget.* into `out`; an error names the bad entry.
+std::optional<Error> ParseBudgetMetadata(const std::map<std::string, std::string>& metadata, BudgetInfo* out);
 
 // Renders a build id as lowercase hex.
 std::string HexBuildId(const std::string& raw);

@@ -115,7 +115,7 @@ const char* const kConfigVariables[] = {
     "LOOKBACK_STALL", "LOOKBACK_STALL_IDLE", "LOOKBACK_SLOW_SCOPE", "LOOKBACK_SLOW_CALL", "LOOKBACK_CRASH",
     "LOOKBACK_POST_TRIGGER", "LOOKBACK_WINDOW", "LOOKBACK_RATE_LIMIT", "LOOKBACK_COOLDOWN", "LOOKBACK_MAX_DUMPS",
     "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", "LOOKBACK_EXCLUDE", "LOOKBACK_SAMPLE", "LOOKBACK_SAMPLE_INTERVAL",
-    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", "LOOKBACK_HOST", "LOOKBACK_CLOCK", nullptr};
+    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", "LOOKBACK_HOST", "LOOKBACK_CLOCK", "LOOKBACK_BUDGET", nullptr};
 
 bool ParseClock(const std::string& raw, uint32_t* group) {
   const std::string t = Trim(raw);
@@ -126,6 +126,37 @@ bool ParseClock(const std::string& raw, uint32_t* group) {
   if (!ParseUint(t.substr(5), &n) || n < 2 || n > format::kMaxClockGroup || (n & (n - 1)) != 0) return false;
   *group = static_cast<uint32_t>(n);
   return true;
+}
+
+bool ParseBudget(const std::string& raw, uint32_t* basis_points) {
+  std::string t = Trim(raw);
+  if (t == "off" || t == "0" || t == "0%") return *basis_points = 0, true;
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  // Digits with at most two decimals: no locale, no strtod.
+  uint64_t whole = 0, frac = 0;
+  const size_t dot = t.find('.');
+  if (!ParseUint(t.substr(0, dot), &whole)) return false;
+  if (dot != std::string::npos) {
+    const std::string f = t.substr(dot + 1);
+    if (f.empty() || f.size() > 2 || !ParseUint(f, &frac)) return false;
+    if (f.size() == 1) frac *= 10;
+  }
+  if (whole > 50) return false;
+  const uint64_t bp = whole * 100 + frac;
+  if (bp < 10 || bp > 5000) return false;
+  *basis_points = static_cast<uint32_t>(bp);
+  return true;
+}
+
+std::string BudgetText(uint32_t bp) {
+  if (bp == 0) return "off";
+  std::string s = std::to_string(bp / 100);
+  if (const uint32_t frac = bp % 100; frac != 0) {
+    s += '.';
+    s += static_cast<char>('0' + frac / 10);
+    if (frac % 10 != 0) s += static_cast<char>('0' + frac % 10);
+  }
+  return s + "%";
 }
 
 bool ParseDuration(const std::string& raw, uint64_t* ns) {
@@ -319,6 +350,12 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
   if (const char* v = getenv_fn("LOOKBACK_HOST"); v && *v) c.host = v;
   if (const char* v = getenv_fn("LOOKBACK_CLOCK"); v && *v) {
     if (!ParseClock(v, &c.clock_group)) bad("LOOKBACK_CLOCK", v, "is not exact, fast or fast:N (N a power of two, 2 to 64); using exact");
+  }
+
+  if (const char* v = getenv_fn("LOOKBACK_BUDGET"); v && *v) {
+    if (!ParseBudget(v, &c.budget_bp)) {
+      bad("LOOKBACK_BUDGET", v, "is not off or a percentage from 0.1 to 50 (examples: 3, 2.5%); using " + BudgetText(kDefaultBudgetBp));
+    }
   }
 
   std::string why;

@@ -19,6 +19,9 @@ struct Watch {
   uint64_t threshold_ns = 0;
 };
 
+// The overhead budget's default, 3 % (docs/performance.md, "The overhead budget").
+inline constexpr uint32_t kDefaultBudgetBp = 300;
+
 struct Config {
   std::string dir = "lookback-dumps";      // LOOKBACK_DIR
   uint64_t buffer_bytes = 8ull << 20;      // LOOKBACK_BUFFER_SIZE (rounded up to a power of two)
@@ -39,6 +42,9 @@ struct Config {
   // reading per N record positions, N a power of two from 2 to 64, default 8,
   // plus one after every deschedule; FORMAT.md, "Fast clock").
   uint32_t clock_group = 1;
+  // LOOKBACK_BUDGET: the overhead budget in basis points (1/100 %) of each
+  // thread's CPU time; 0 = off (every call recorded). budget.h.
+  uint32_t budget_bp = kDefaultBudgetBp;
 
   // Triggers and their policy (docs/triggers.md).
   std::vector<Watch> stall;                // LOOKBACK_STALL: thread glob : no trace point for this long
@@ -80,7 +86,11 @@ bool ParseSize(const std::string& text, uint64_t* out);  // "8M", "65536", "1G"
 bool ParseBool(const std::string& text, bool* out);      // 1/0, true/false, yes/no, on/off
 bool ParseSignal(const std::string& text, int* out);     // "USR2", "SIGUSR2", "12", "0"
 bool ParseDuration(const std::string& text, uint64_t* ns);  // "100ms", "2s", "500us", "1m", "250" (ms)
-bool ParseClock(const std::string& text, uint32_t* group);  // "exact" -> 1, "fast" -> 8, "fast:16" -> 16
+bool ParseClock(const std::string& text, uint32_t* group);
+// "off" or "0" -> 0; "3", "3%", "2.5%" -> basis points (0.1 % to 50 %).
+bool ParseBudget(const std::string& text, uint32_t* basis_points);
+// 300 -> "3%", 250 -> "2.5%", 0 -> "off".
+std::string BudgetText(uint32_t basis_points);  // "exact" -> 1, "fast" -> 8, "fast:16" -> 16
 // "PATTERN:DURATION[,PATTERN:DURATION...]"; the duration follows the last colon.
 bool ParseWatches(const std::string& text, std::vector<Watch>* out, std::string* why);
 // The variables lookback reads, for `lookback record` and config files.

@@ -29,6 +29,7 @@
 
 #include <sys/syscall.h>
 
+#include "runtime/budget.h"
 #include "runtime/control_protocol.h"
 #include "runtime/exclude.h"
 #include "runtime/runtime.h"
@@ -278,6 +279,8 @@ void* ControlMain(void*) {
   const bool detectors = DetectorsConfigured();
   uint64_t next_tick_ns = 0;
   uint64_t next_state_ns = SamplingOn() ? 1 : 0;  // 0: not sampling
+  // The overhead budget's first look comes a tick after start: nothing to judge before.
+  uint64_t next_budget_ns = BudgetOn() ? MonotonicNs() + kBudgetTickNs : 0;
   for (;;) {
     // Sleep until woken, the next detector tick, or the next delayed dump.
     uint64_t now = MonotonicNs();
@@ -293,7 +296,12 @@ void* ControlMain(void*) {
       next_state_ns = PollThreadStates(now);
       now = MonotonicNs();
     }
+    if (next_budget_ns != 0 && now >= next_budget_ns) {
+      next_budget_ns = BudgetTick(now);
+      now = MonotonicNs();
+    }
     uint64_t wake_at = detectors ? next_tick_ns : 0;
+    if (next_budget_ns != 0 && (wake_at == 0 || next_budget_ns < wake_at)) wake_at = next_budget_ns;
     if (next_state_ns != 0 && (wake_at == 0 || next_state_ns < wake_at)) wake_at = next_state_ns;
     if (!R().config.exclude.empty() && (wake_at == 0 || wake_at > now + kExcludeRecheckNs)) wake_at = now + kExcludeRecheckNs;
     if (next_dump_ns != 0 && (wake_at == 0 || next_dump_ns < wake_at)) wake_at = next_dump_ns;

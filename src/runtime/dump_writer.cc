@@ -22,6 +22,7 @@
 
 #include "format/encode.h"
 #include "format/record_state.h"
+#include "runtime/budget.h"
 #include "runtime/runtime.h"
 #include "runtime/sampler.h"
 #include "runtime/triggers.h"
@@ -619,7 +620,13 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   // METADATA. With too little memory for every thread at once, batches of
   // threads, each copied, packed and written before the next.
   const uint64_t lead = std::max<uint64_t>(head.size(), kBlock);
-  constexpr uint64_t kMetadataRoom = kBlock;
+  // METADATA's entries of any length (front-ends' notes as "note.<key>",
+  // the budget's lists) are taken now, so its room is known: a block for
+  // the fixed entries, and what these need.
+  std::vector<std::pair<std::string, std::string>> free_text = BudgetMetadata();
+  for (const auto& [k, text] : Notes()) free_text.emplace_back(std::string(format::metadata::kNotePrefix) + k, text);
+  uint64_t kMetadataRoom = kBlock;
+  for (const auto& [k, v] : free_text) kMetadataRoom += 8 + k.size() + v.size();
   uint64_t budget = all_room;
   if (rt.config.dump_memory != 0) budget = std::min(budget, std::max(rt.config.dump_memory, largest));
   char* image = nullptr;
@@ -767,9 +774,7 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
         {format::metadata::kHost, rt.config.host},
         {format::metadata::kLookbackVersion, LOOKBACK_VERSION},
     };
-    // Front-ends' notes (lb_set_note) go here too, as "note.<key>".
-    const std::vector<std::pair<std::string, std::string>> notes = Notes();
-    PutU32(&p, static_cast<uint32_t>(std::size(kv) + std::size(text) + notes.size()));
+    PutU32(&p, static_cast<uint32_t>(std::size(kv) + std::size(text) + free_text.size()));
     for (const auto& [k, v] : kv) {
       PutString(&p, k);
       PutString(&p, std::to_string(v));
@@ -778,9 +783,9 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       PutString(&p, k);
       PutString(&p, v);
     }
-    for (const auto& [k, text] : notes) {
-      PutString(&p, std::string(format::metadata::kNotePrefix) + k);
-      PutString(&p, text);
+    for (const auto& [k, v] : free_text) {
+      PutString(&p, k);
+      PutString(&p, v);
     }
     std::string section;
     AppendSection(&section, format::SectionType::kMetadata, std::move(p), &sections);

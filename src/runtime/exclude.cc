@@ -13,27 +13,41 @@ const uint64_t* g_exclude_table = nullptr;
 
 namespace {
 
-std::mutex g_refresh_mutex;
+std::mutex g_refresh_mutex;  // guards everything below
 uint64_t g_modules_gen = ~uint64_t{0};
 uint64_t g_checked_ns = 0;
+std::vector<uint64_t> g_excluded;  // LOOKBACK_EXCLUDE's functions, as last resolved
+std::vector<uint64_t> g_shed;      // the overhead budget's (budget.h)
 
-const uint64_t* BuildTable(const std::vector<FunctionMatch>& fns) {
+const uint64_t* BuildTable(const std::vector<uint64_t>& keys) {
   uint64_t slots = 16;
-  while (slots < fns.size() * 2) slots <<= 1;  // load factor <= 1/2: short probes
+  while (slots < keys.size() * 2) slots <<= 1;  // load factor <= 1/2: short probes
   auto* table = new uint64_t[slots + 1]();
   table[0] = slots - 1;
-  for (const FunctionMatch& f : fns) {
-    if (f.addr == 0) continue;
-    for (uint64_t i = (f.addr * 0x9E3779B97F4A7C15ull) >> 40;; ++i) {
+  for (const uint64_t key : keys) {
+    if (key == 0) continue;
+    for (uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> 40;; ++i) {
       uint64_t& k = table[1 + (i & table[0])];
-      if (k == f.addr) break;
+      if (k == key) break;
       if (k == 0) {
-        k = f.addr;
+        k = key;
         break;
       }
     }
   }
   return table;
+}
+
+// Publishes both sets in one table; none at all when both are empty, so a
+// budget that brought every function back costs what no filter costs.
+// Caller holds g_refresh_mutex.
+uint64_t g_calibration_key = 0;  // MeasureTracePoint's, while it measures (0: none)
+
+void PublishLocked() {
+  std::vector<uint64_t> keys = g_excluded;
+  keys.insert(keys.end(), g_shed.begin(), g_shed.end());
+  if (g_calibration_key != 0) keys.push_back(g_calibration_key);
+  __atomic_store_n(&g_exclude_table, keys.empty() ? nullptr : BuildTable(keys), __ATOMIC_RELEASE);  // old tables are left to readers
 }
 
 }  // namespace
@@ -50,7 +64,21 @@ void RefreshExcludes() {
     said = true;
     return;
   }
-  __atomic_store_n(&g_exclude_table, BuildTable(fns), __ATOMIC_RELEASE);  // the previous table is left to readers
+  g_excluded.clear();
+  for (const FunctionMatch& f : fns) g_excluded.push_back(f.addr);
+  PublishLocked();
+}
+
+void SetCalibrationKey(uint64_t key) {
+  std::lock_guard<std::mutex> lock(g_refresh_mutex);
+  g_calibration_key = key;
+  PublishLocked();
+}
+
+void SetShedFilter(const std::vector<uint64_t>& keys) {
+  std::lock_guard<std::mutex> lock(g_refresh_mutex);
+  g_shed = keys;
+  PublishLocked();
 }
 
 void RefreshExcludesIfModulesChanged(uint64_t now_ns, uint64_t min_interval_ns) {

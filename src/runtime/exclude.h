@@ -1,5 +1,6 @@
-// Run-time exclusion filter for the hook front-end (LOOKBACK_EXCLUDE,
-// `lookback record --exclude`): calls of matching functions are not recorded.
+// Run-time exclusion filter for the hook front-end and lb_enter/lb_exit
+// (LOOKBACK_EXCLUDE, `lookback record --exclude`, and the functions the
+// overhead budget sheds, budget.h): calls of these functions are not recorded.
 //
 // It exists for builds that cannot exclude at compile time: clang's
 // -finstrument-functions has no exclude lists (gcc's does; the clang pass has
@@ -15,6 +16,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include "runtime/hot_path.h"
 
 #define LOOKBACK_EXCLUDE_HOT inline __attribute__((always_inline, no_instrument_function))
 
@@ -37,6 +41,17 @@ LOOKBACK_EXCLUDE_HOT bool Excluded(const uint64_t* table, uint64_t key) {
     if (k == 0) return false;
   }
 }
+
+// The overhead budget's shed functions (budget.h), filtered with the
+// excluded ones in the same table: the hooks pay one lookup either way.
+void SetShedFilter(const std::vector<uint64_t>& keys) __attribute__((no_instrument_function));
+// Adds `key` (a function no program calls) to the published table, or takes
+// it out again (0), so MeasureTracePoint times the hooks' filtered path as a
+// program's shed function takes it. Other threads meanwhile pay a lookup.
+void SetCalibrationKey(uint64_t key) __attribute__((no_instrument_function));
+
+// A call the table dropped, on the calling thread's ring (owner only).
+LOOKBACK_EXCLUDE_HOT void CountFiltered(Ring* r) { __atomic_store_n(&r->filtered, r->filtered + 1, __ATOMIC_RELAXED); }
 
 // Resolves LOOKBACK_EXCLUDE against the loaded modules and publishes the
 // table (an empty match publishes nothing). Not on any trace-point path.

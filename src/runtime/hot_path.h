@@ -126,6 +126,10 @@ struct alignas(64) Ring {
   // Immutable; a sentinel's are zero (it never gets this far).
   EventTags event_tags = MakeEventTags();
   // ---- cold metadata, see runtime.cc ----
+  // Calls the filter table dropped (excluded or shed functions, exclude.h):
+  // they still cost a hook call each, which the overhead budget counts
+  // (budget.h). Owner writes (relaxed), the control thread reads.
+  uint64_t filtered = 0;
   uint64_t capacity = 0;
   uint64_t map_bytes = 0;  // size of the mapping holding header and slots
   uint64_t start_tsc = 0;

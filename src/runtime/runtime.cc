@@ -1,6 +1,7 @@
 // Per-thread recorder state: thread setup on the first trace point, the slow
 // path of a record, thread exit, retention, fork, and the public C API.
 #include "runtime/runtime.h"
+#include "runtime/budget.h"
 #include "runtime/exclude.h"
 #include "runtime/triggers.h"
 
@@ -30,6 +31,10 @@ using lookback::rt::Ring;
 // The ABI objects (hot_path.h).
 __thread Ring* lb_tls_ring __attribute__((tls_model("initial-exec"))) = &lb_sentinel_ring;
 Ring lb_sentinel_ring;  // pos == next_sync == 0: every use takes the slow path
+
+// The compiler hooks (cyg_hooks.cc), which MeasureTracePointNs times.
+extern "C" void __cyg_profile_func_enter(void* fn, void* call_site);
+extern "C" void __cyg_profile_func_exit(void* fn, void* call_site);
 
 namespace lookback::rt {
 namespace {
@@ -156,6 +161,8 @@ void AdaptClock(Ring* r, uint64_t pos, uint64_t tsc, uint32_t since_reading) {
 // page fault per 4 KiB (about 10 us each in this VM, 20 ms per 8 MiB ring,
 // paid by the traced thread). Memory is still committed only as it is used,
 // in 2 MiB steps; where THP is off this is an ordinary mapping.
+Ring* SetUpRing(void* mem, uint64_t header, uint64_t capacity, uint64_t bytes);
+
 void* MapRingMemory(uint64_t bytes, uint64_t header) {
   constexpr uint64_t kHuge = 2ull << 20;
   const bool huge = bytes - header >= kHuge;
@@ -187,6 +194,11 @@ Ring* AllocateRing(Runtime& rt) {
     rt.reserved_bytes.fetch_sub(bytes, std::memory_order_relaxed);
     return nullptr;
   }
+  return SetUpRing(mem, header, capacity, bytes);
+}
+
+// A ring's header in `mem` (header bytes, then capacity slots), empty.
+Ring* SetUpRing(void* mem, uint64_t header, uint64_t capacity, uint64_t bytes) {
   Ring* r = new (mem) Ring;
   r->pos = 0;
   r->next_sync = 0;  // the first record is a sync: EPOCH and FN_BASE
@@ -675,6 +687,58 @@ void MarkControlThread() {
   tls_status = kStatusControl;
 }
 
+
+// Times the trace point a front-end runs, into a scratch ring set up like a
+// traced thread's (same clock mode, not registered, never dumped) that this
+// thread's thread-local points to meanwhile: the control thread, never
+// traced otherwise. Pairs of entry and exit of one function, best of a few
+// rounds (the machine is shared: the least disturbed round is the cost).
+// A filtered call is timed with the key in the filter table.
+TracePointCost MeasureTracePoint(bool managed) {
+  constexpr uint64_t kCapacity = 1u << 14, kHeader = 4096, kPairs = 4096;
+  const uint64_t bytes = kHeader + kCapacity * 8;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return {};
+  Ring* r = SetUpRing(mem, kHeader, kCapacity, bytes);
+  if (R().config.clock_group > 1) StartFastClock(r, R().config.clock_group);
+  // Through volatile pointers: the compiler must call what a program calls.
+  void (*volatile hook_enter)(void*, void*) = __cyg_profile_func_enter;
+  void (*volatile hook_exit)(void*, void*) = __cyg_profile_func_exit;
+  void (*volatile api_enter)(uint64_t) = lb_enter;
+  void (*volatile api_exit)(uint64_t) = lb_exit;
+  void* fn = reinterpret_cast<void*>(&MeasureTracePoint);
+  // Keys no program traces: this function is never instrumented, and method ids are counted up from 1.
+  const uint64_t key = managed ? format::kKeyMethodTag | 0xffffffffu : reinterpret_cast<uint64_t>(fn);
+  auto pairs_ns = [&] {
+    uint64_t best = ~uint64_t{0};
+    for (int round = 0; round < 7; ++round) {
+      const uint64_t t0 = ClockNs(CLOCK_MONOTONIC);
+      for (uint64_t i = 0; i < kPairs; ++i) {
+        if (managed) {
+          api_enter(key);
+          api_exit(key);
+        } else {
+          hook_enter(fn, nullptr);
+          hook_exit(fn, nullptr);
+        }
+      }
+      best = std::min(best, ClockNs(CLOCK_MONOTONIC) - t0);
+    }
+    return static_cast<double>(best) / (2 * kPairs);
+  };
+  Ring* saved = lb_tls_ring;
+  lb_tls_ring = r;
+  TracePointCost cost;
+  cost.recorded_ns = pairs_ns();
+  // A filtered call: the same hooks, with this key in the table.
+  SetCalibrationKey(key);
+  cost.filtered_ns = pairs_ns();
+  SetCalibrationKey(0);
+  lb_tls_ring = saved;
+  munmap(mem, bytes);
+  return cost;
+}
+
 }  // namespace lookback::rt
 
 using namespace lookback;
@@ -847,7 +911,16 @@ __attribute__((no_instrument_function)) static void RecordCheckedKey(bool exit, 
     if (lb_tls_ring != nullptr) R().stats.invalid_keys.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  Record(exit, key);
+  Ring* r = lb_tls_ring;
+  if (__builtin_expect(r == nullptr, 0)) return;
+  // Excluded and shed functions (exclude.h): a managed runtime's methods are
+  // shed here, where its probes come in.
+  const uint64_t* filtered = ExcludeTable();
+  if (__builtin_expect(filtered != nullptr, 0) && Excluded(filtered, key)) {
+    CountFiltered(r);
+    return;
+  }
+  RecordNow(r, exit, key);
 }
 __attribute__((no_instrument_function)) void lb_enter(uint64_t key) { RecordCheckedKey(false, key); }
 __attribute__((no_instrument_function)) void lb_exit(uint64_t key) { RecordCheckedKey(true, key); }

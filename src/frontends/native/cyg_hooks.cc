@@ -16,7 +16,10 @@ LOOKBACK_HOT void FilteredRecord(bool exit, uint64_t key, uint64_t call_site) {
   lookback::rt::Ring* r = lb_tls_ring;
   if (__builtin_expect(r == nullptr, 0)) return;
   const uint64_t* excluded = lookback::rt::ExcludeTable();
-  if (__builtin_expect(excluded != nullptr, 0) && lookback::rt::Excluded(excluded, key)) return;
+  if (__builtin_expect(excluded != nullptr, 0) && lookback::rt::Excluded(excluded, key)) {
+    lookback::rt::CountFiltered(r);
+    return;
+  }
   lookback::rt::RecordNow(r, exit, key, call_site);
 }
 

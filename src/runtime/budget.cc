@@ -1,0 +1,369 @@
+// The overhead budget: estimate, shed, bring back (budget.h).
+#include "runtime/budget.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "format/format.h"
+#include "runtime/exclude.h"
+#include "runtime/runtime.h"
+
+namespace lookback::rt {
+namespace {
+
+// A JVM probe's call from compiled Java code into lb_enter: what it adds to
+// lb_enter's own cost, which MeasureTracePointNs measures (docs/jvm.md: the
+// Java Listing 1 against the native hooks on the same machine, JDK 17 with
+// critical natives). JDKs without critical natives pay a JNI transition
+// more (about 14 ns), which this leaves out: the estimate is then low, never
+// high, and the measured overhead in docs/performance.md says by how much.
+constexpr double kJvmProbeCallNs = 4.5;
+
+struct ThreadState {
+  const Ring* ring = nullptr;
+  uint64_t start_tsc = 0;   // with ring: the same thread's ring, not a reused mapping
+  uint64_t pos = 0;         // at the last judgement
+  uint64_t filtered = 0;
+  uint64_t cpu_ns = 0;
+  uint64_t mono_ns = 0;
+  uint32_t estimate_bp = 0;  // the latest estimate, basis points of CPU time
+  uint64_t tp_per_s = 0;     // trace points per second of CPU time then
+  uint64_t filtered_per_s = 0;  // calls the filter dropped, per second of CPU time then
+  bool seen = false;
+};
+
+struct Budget {
+  std::mutex mutex;  // guards everything below: the control thread writes, dumps read
+  bool measured = false;
+  bool managed = false;
+  TracePointCost cost;
+  std::unordered_map<uint32_t, ThreadState> threads;
+  std::vector<ShedFunction> history;  // every shed, in order; until_ns set when it came back
+  std::vector<uint64_t> shed;         // sorted: what is shed now
+  uint64_t calm_since_ns = 0;         // every thread under a quarter of the budget since (0: not calm)
+};
+
+Budget& B() {
+  static Budget* b = new Budget;  // never destroyed: dumps at exit read it
+  return *b;
+}
+
+uint64_t ThreadCpuNs(uint32_t tid, bool* ok) {
+  // A thread's CPU clock by id, as pthread_getcpuclockid builds it for any
+  // thread of this process (Linux: ~tid << 3 | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED).
+  const clockid_t id = static_cast<clockid_t>((~static_cast<int64_t>(tid) << 3) | 6);
+  timespec ts{};
+  *ok = clock_gettime(id, &ts) == 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct KeyCount {
+  uint64_t records = 0;  // entries and exits
+  uint64_t timed = 0;    // calls whose duration was measured
+  uint64_t ticks = 0;    // their total duration
+};
+
+// Counts the ring's latest records per function, and measures the calls
+// whose entry and exit both carry a time (EVENTs). Keys come from the base
+// slots as the window announces them; before a slot's first FN_BASE in the
+// window, from the slot's current base if the window never changes it.
+// The owner keeps writing meanwhile: the copy is of relaxed loads, and
+// whatever it may have overwritten is dropped before counting.
+uint64_t CountRecent(const Ring& r, std::unordered_map<uint64_t, KeyCount>* out) {
+  const uint64_t end = __atomic_load_n(&r.pos, __ATOMIC_ACQUIRE);
+  const uint64_t n = std::min<uint64_t>({end, kBudgetScanRecords, r.capacity / 2});
+  uint32_t slot_base[format::kBaseSlots];
+  for (unsigned s = 0; s < format::kBaseSlots; ++s) slot_base[s] = __atomic_load_n(&r.base[s], __ATOMIC_RELAXED);
+  std::vector<uint64_t> rec(n);
+  for (uint64_t i = 0; i < n; ++i) rec[i] = __atomic_load_n(&r.slots[(end - n + i) & r.mask], __ATOMIC_RELAXED);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const uint64_t now = __atomic_load_n(&r.pos, __ATOMIC_RELAXED);
+  // Indexes below now - capacity + margin may hold newer records than the ones copied.
+  const uint64_t safe_from = now + format::kMaxSlotsPerPublish > r.capacity ? now + format::kMaxSlotsPerPublish - r.capacity : 0;
+  const uint64_t skip = safe_from > end - n ? std::min(n, safe_from - (end - n)) : 0;
+
+  bool known[format::kBaseSlots];
+  uint64_t base[format::kBaseSlots];
+  for (unsigned s = 0; s < format::kBaseSlots; ++s) {
+    known[s] = slot_base[s] != kNoBase;
+    base[s] = slot_base[s];
+  }
+  for (uint64_t i = skip; i < n; ++i) {
+    const uint64_t x = rec[i];
+    if (!format::IsEvent(x) && format::ControlKindOf(x) == static_cast<uint8_t>(format::ControlKind::kFnBase)) {
+      known[format::FnBaseSlot(x)] = false;  // the slot changes in the window: unknown before it
+    }
+  }
+  struct Open {
+    uint64_t key;
+    uint64_t tsc_low;
+    bool timed;
+  };
+  std::vector<Open> stack;
+  uint64_t counted = 0;
+  for (uint64_t i = skip; i < n; ++i) {
+    const uint64_t x = rec[i];
+    uint64_t key;
+    bool exit, timed = false;
+    uint64_t tsc_low = 0;
+    if (format::IsEvent(x)) {
+      const unsigned s = format::EventSlot(x);
+      if (!known[s]) {
+        stack.clear();
+        continue;
+      }
+      key = base[s] << 32 | format::EventKeyLow(x);
+      exit = format::IsExit(x);
+      timed = true;
+      tsc_low = format::EventTscLow(x);
+    } else if (format::IsUntimed(x)) {
+      key = format::ControlPayload(x);
+      exit = format::IsUntimedExit(x);
+    } else {
+      const auto kind = static_cast<format::ControlKind>(format::ControlKindOf(x));
+      if (kind == format::ControlKind::kFnBase) {
+        base[format::FnBaseSlot(x)] = format::FnBaseValue(x);
+        known[format::FnBaseSlot(x)] = true;
+      } else if (kind == format::ControlKind::kResume || kind == format::ControlKind::kUnwindTo) {
+        stack.clear();
+      }
+      continue;
+    }
+    KeyCount& k = (*out)[key];
+    ++k.records;
+    ++counted;
+    if (!exit) {
+      if (stack.size() < 4096) stack.push_back({key, tsc_low, timed});
+    } else if (!stack.empty() && stack.back().key == key) {
+      if (timed && stack.back().timed) {
+        ++k.timed;
+        k.ticks += (tsc_low - stack.back().tsc_low) & format::kTscLowMask;
+      }
+      stack.pop_back();
+    } else {
+      stack.clear();  // an exit that matches nothing open: start again
+    }
+  }
+  return counted;
+}
+
+double TicksPerNs() {
+  const ClockPair& s = R().start_clock;
+  const ClockPair now = ReadClockPair();
+  const double ns = static_cast<double>(now.mono_ns - s.mono_ns);
+  return ns > 0 ? static_cast<double>(now.tsc - s.tsc) / ns : 1.0;
+}
+
+void Publish(Budget& b) {
+  SetShedFilter(b.shed);
+}
+
+// Sheds the functions of `r` that cost most until the thread's estimate
+// would fit in two thirds of the budget: each record of a shed function
+// saves a recorded trace point's cost less a filtered one's. `excess_ns` is
+// what the thread spent over that target per second of its CPU time.
+// Caller holds b.mutex.
+void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double least_ns, uint64_t tp_per_s,
+              uint64_t now_ns, double ticks_per_ns) {
+  std::unordered_map<uint64_t, KeyCount> counts;
+  const uint64_t counted = CountRecent(r, &counts);
+  if (counted == 0) return;
+  struct Candidate {
+    uint64_t key;
+    KeyCount c;
+  };
+  std::vector<Candidate> order;
+  order.reserve(counts.size());
+  for (const auto& [key, c] : counts) {
+    if (!std::binary_search(b.shed.begin(), b.shed.end(), key)) order.push_back({key, c});
+  }
+  auto mean_ticks = [](const KeyCount& c) { return c.timed ? c.ticks / c.timed : ~uint64_t{0}; };
+  std::sort(order.begin(), order.end(), [&](const Candidate& a, const Candidate& z) {
+    if (a.c.records != z.c.records) return a.c.records > z.c.records;
+    if (mean_ticks(a.c) != mean_ticks(z.c)) return mean_ticks(a.c) < mean_ticks(z.c);
+    return a.key < z.key;
+  });
+  const double saving_ns = std::max(b.cost.recorded_ns - b.cost.filtered_ns, b.cost.recorded_ns / 10);
+  double saved = 0;
+  std::vector<uint64_t> added;
+  for (const Candidate& cand : order) {
+    if (saved >= excess_ns || b.shed.size() + added.size() >= kBudgetMaxShed) break;
+    const double share = static_cast<double>(cand.c.records) / static_cast<double>(counted);
+    // A function whose records cost under a twentieth of the budget is
+    // worth more as information than it costs (and the candidates are in
+    // falling order: none after it costs more).
+    if (share * static_cast<double>(tp_per_s) * b.cost.recorded_ns < least_ns) break;
+    saved += share * static_cast<double>(tp_per_s) * saving_ns;
+    added.push_back(cand.key);
+    ShedFunction f;
+    f.key = cand.key;
+    f.at_ns = now_ns;
+    f.calls_per_s = static_cast<uint64_t>(share * static_cast<double>(tp_per_s) / 2);
+    f.mean_ns = cand.c.timed ? static_cast<uint64_t>(static_cast<double>(cand.c.ticks) / cand.c.timed / ticks_per_ns) : 0;
+    f.tid = tid;
+    b.history.push_back(f);
+  }
+  b.shed.insert(b.shed.end(), added.begin(), added.end());
+  std::sort(b.shed.begin(), b.shed.end());
+}
+
+// Brings back the functions whose cost when shed fits in what is left of
+// half the budget, cheapest first. Caller holds b.mutex.
+bool BringBack(Budget& b, double worst, double budget, uint64_t now_ns) {
+  double room = budget / 2 - worst;
+  bool changed = false;
+  std::vector<ShedFunction*> live;
+  for (ShedFunction& f : b.history) {
+    if (f.until_ns == 0) live.push_back(&f);
+  }
+  std::sort(live.begin(), live.end(), [](const ShedFunction* a, const ShedFunction* z) { return a->calls_per_s < z->calls_per_s; });
+  for (ShedFunction* f : live) {
+    const double cost = static_cast<double>(f->calls_per_s) * 2 * b.cost.recorded_ns / 1e9;
+    if (cost > room) break;
+    room -= cost;
+    f->until_ns = now_ns;
+    b.shed.erase(std::remove(b.shed.begin(), b.shed.end(), f->key), b.shed.end());
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+bool BudgetOn() { return R().config.budget_bp != 0; }
+
+uint64_t BudgetTick(uint64_t now_ns) {
+  if (!BudgetOn()) return 0;
+  Budget& b = B();
+  const double budget = R().config.budget_bp / 10000.0;
+  if (!b.measured) {
+    // The JVM agent notes itself when it rewrites its first class (natives.cc).
+    for (const auto& [k, v] : Notes()) b.managed = b.managed || k == "jvm";
+    TracePointCost cost = MeasureTracePoint(b.managed);
+    if (b.managed) {
+      cost.recorded_ns += kJvmProbeCallNs;
+      cost.filtered_ns += kJvmProbeCallNs;
+    }
+    std::lock_guard<std::mutex> lock(b.mutex);
+    b.cost = cost;
+    b.measured = true;
+  }
+  const double ticks_per_ns = TicksPerNs();
+  bool changed = false;
+  double worst = 0;
+  bool judged_any = false;
+  {
+    std::lock_guard<std::mutex> control(ControlMutex());  // rings stay mapped while we read them
+    std::lock_guard<std::mutex> lock(b.mutex);
+    Runtime& rt = R();
+    for (uint32_t i = 0; i < rt.registry_size; ++i) {
+      const Ring* r = rt.registry[i].load(std::memory_order_acquire);
+      if (r == nullptr || r->state.load(std::memory_order_acquire) != kRingLive) continue;
+      ThreadState& st = b.threads[r->tid];
+      bool ok = false;
+      const uint64_t cpu = ThreadCpuNs(r->tid, &ok);
+      const uint64_t pos = __atomic_load_n(&r->pos, __ATOMIC_ACQUIRE);
+      const uint64_t filtered = __atomic_load_n(&r->filtered, __ATOMIC_RELAXED);
+      if (!ok) continue;
+      if (!st.seen || st.ring != r || st.start_tsc != r->start_tsc) {
+        st = ThreadState{};
+        st.ring = r;
+        st.start_tsc = r->start_tsc;
+        st.pos = pos;
+        st.filtered = filtered;
+        st.cpu_ns = cpu;
+        st.mono_ns = now_ns;
+        st.seen = true;
+        continue;
+      }
+      const uint64_t dcpu = cpu - st.cpu_ns;
+      if (dcpu < kBudgetMinCpuNs) continue;  // keep the baseline until there is enough to judge
+      const uint64_t dpos = pos - st.pos, dfiltered = filtered - st.filtered;
+      const double cost = static_cast<double>(dpos) * b.cost.recorded_ns + static_cast<double>(dfiltered) * b.cost.filtered_ns;
+      const double own = std::max(static_cast<double>(dcpu) - cost, static_cast<double>(dcpu) / 10);
+      const double estimate = cost / own;
+      const double per_cpu_s = 1e9 / static_cast<double>(dcpu);
+      const uint64_t tp_per_s = static_cast<uint64_t>(static_cast<double>(dpos) * per_cpu_s);
+      st.filtered = filtered;
+      st.filtered_per_s = static_cast<uint64_t>(static_cast<double>(dfiltered) * per_cpu_s);
+      st.pos = pos;
+      st.cpu_ns = cpu;
+      st.mono_ns = now_ns;
+      st.estimate_bp = static_cast<uint32_t>(std::min(estimate * 10000, 1e9));
+      st.tp_per_s = tp_per_s;
+      judged_any = true;
+      worst = std::max(worst, estimate);
+      // The calls of shed functions through the compiler hooks cost their
+      // hook call whatever is shed: past the budget on their own, shedding
+      // more would only lose information (info says so; the clang pass's
+      // guard costs nothing of the kind).
+      const double filtered_share = static_cast<double>(dfiltered) * b.cost.filtered_ns / own;
+      if (estimate > budget && filtered_share < budget * 2 / 3) {
+        const size_t before = b.shed.size();
+        // Over the target (two thirds of the budget), in ns per second of the thread's own work.
+        const double excess_ns = (estimate - budget * 2 / 3) * own * per_cpu_s;
+        ShedFrom(b, *r, r->tid, excess_ns, budget / 20 * 1e9, tp_per_s, now_ns, ticks_per_ns);
+        changed = changed || b.shed.size() != before;
+      }
+    }
+    // Threads gone since: forget them.
+    for (auto it = b.threads.begin(); it != b.threads.end();) {
+      bool ok = false;
+      ThreadCpuNs(it->first, &ok);
+      it = ok ? std::next(it) : b.threads.erase(it);
+    }
+    if (judged_any && worst < budget / 4) {
+      if (b.calm_since_ns == 0) b.calm_since_ns = now_ns;
+    } else if (judged_any) {
+      b.calm_since_ns = 0;
+    }
+    if (b.calm_since_ns != 0 && now_ns - b.calm_since_ns >= kBudgetCalmNs && !b.shed.empty()) {
+      changed = BringBack(b, worst, budget, now_ns) || changed;
+      b.calm_since_ns = now_ns;
+    }
+    if (changed) Publish(b);
+  }
+  return now_ns + kBudgetTickNs;
+}
+
+std::vector<uint64_t> ShedKeys() {
+  Budget& b = B();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  return b.shed;
+}
+
+std::vector<std::pair<std::string, std::string>> BudgetMetadata() {
+  std::vector<std::pair<std::string, std::string>> m;
+  const uint32_t bp = R().config.budget_bp;
+  m.emplace_back(format::metadata::kBudget, BudgetText(bp));
+  if (bp == 0) return m;
+  Budget& b = B();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  if (b.measured) {
+    m.emplace_back(format::metadata::kBudgetCostPs, std::to_string(static_cast<uint64_t>(b.cost.recorded_ns * 1000)) + " " +
+                                                        std::to_string(static_cast<uint64_t>(b.cost.filtered_ns * 1000)));
+  }
+  std::string threads;
+  for (const auto& [tid, st] : b.threads) {
+    if (st.tp_per_s == 0 && st.estimate_bp == 0) continue;
+    threads += std::to_string(tid) + " " + std::to_string(st.estimate_bp) + " " + std::to_string(st.tp_per_s) + " " +
+               std::to_string(st.filtered_per_s) + "\n";
+  }
+  if (!threads.empty()) m.emplace_back(format::metadata::kBudgetThreads, threads);
+  std::string shed;
+  char line[160];
+  for (const ShedFunction& f : b.history) {
+    snprintf(line, sizeof line, "%llx %llu %llu %llu %llu %u\n", static_cast<unsigned long long>(f.key),
+             static_cast<unsigned long long>(f.at_ns), static_cast<unsigned long long>(f.until_ns),
+             static_cast<unsigned long long>(f.calls_per_s), static_cast<unsigned long long>(f.mean_ns), f.tid);
+    shed += line;
+  }
+  if (!shed.empty()) m.emplace_back(format::metadata::kBudgetShed, shed);
+  return m;
+}
+
+}  // namespace lookback::rt

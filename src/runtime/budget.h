@@ -1,0 +1,79 @@
+// The overhead budget (LOOKBACK_BUDGET, `lookback record --budget`, agent
+// option budget=): keeps what tracing costs each thread under a share of
+// that thread's CPU time, by shedding (no longer recording) the functions
+// that cost most for the least information: the most frequent ones, whose
+// calls are the shortest.
+//
+// Estimate. Every kBudgetTickNs the control thread reads, for each live
+// ring, the records written since it last looked (Ring::pos) and the thread's
+// CPU time, and prices the records at the cost of one trace point measured
+// at start on this machine, for the clock mode and front-end in use
+// (MeasureTracePointNs). The estimate is that cost over the CPU time the
+// thread spent on its own work (CPU time less the cost).
+//
+// Shed. When a thread's estimate passes the budget, the control thread reads
+// the thread's latest records (at most kBudgetScanRecords), counts them per
+// function, and sheds the most frequent (shorter mean duration first among
+// equals) until what is left fits in two thirds of the budget. A shed
+// function is filtered where its trace points run: the compiler hooks and
+// lb_enter/lb_exit look it up in the run-time filter table (exclude.h), code
+// built with the clang pass tests the function's own guard byte
+// (pass_guards.h), which also keeps nesting exact.
+//
+// Re-evaluate. A shed function comes back when every thread's estimate has
+// stayed under a quarter of the budget for kBudgetCalmNs and the cost it had
+// when it was shed fits in what is left of half the budget; if it is hot
+// again it is shed again at the next tick.
+//
+// What a dump says: every function shed, when (and when it came back), its
+// call rate and mean duration then, and which thread's estimate shed it
+// (METADATA budget.*, FORMAT.md), so a reader knows what is missing and that
+// its time sits in its callers' self time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lookback::rt {
+
+inline constexpr uint64_t kBudgetTickNs = 200'000'000;
+// A thread is judged once it has used this much CPU since it was last judged:
+// less says too little about its rate (a short program is never shed).
+inline constexpr uint64_t kBudgetMinCpuNs = 100'000'000;
+inline constexpr uint64_t kBudgetScanRecords = 1u << 16;
+inline constexpr uint64_t kBudgetCalmNs = 3'000'000'000;
+inline constexpr size_t kBudgetMaxShed = 4096;
+
+// One function the budget stopped recording.
+struct ShedFunction {
+  uint64_t key = 0;
+  uint64_t at_ns = 0;        // CLOCK_MONOTONIC when it was shed
+  uint64_t until_ns = 0;     // CLOCK_MONOTONIC when it came back (0: still shed)
+  uint64_t calls_per_s = 0;  // its calls per second of the thread's CPU time, when it was shed
+  uint64_t mean_ns = 0;      // the mean duration of its calls then (0: not measured, untimed records only)
+  uint32_t tid = 0;          // the thread whose estimate shed it
+};
+
+bool BudgetOn() __attribute__((no_instrument_function));
+// Control thread: judges every traced thread, sheds and brings back; returns
+// the CLOCK_MONOTONIC ns at which to call again (0: the budget is off).
+uint64_t BudgetTick(uint64_t now_ns) __attribute__((no_instrument_function));
+// For dumps (any thread): the METADATA entries (format::metadata::kBudget*).
+std::vector<std::pair<std::string, std::string>> BudgetMetadata() __attribute__((no_instrument_function));
+// The keys shed now, sorted (the filter table holds them, exclude.cc).
+std::vector<uint64_t> ShedKeys() __attribute__((no_instrument_function));
+
+// The cost of one trace point (an entry or an exit) on this machine for this
+// process's clock mode, through lb_enter/lb_exit (`managed`: a managed
+// runtime's probes) or the compiler hooks: recorded, and dropped by the
+// filter table (a shed or excluded function's call through the hooks still
+// costs the call). runtime.cc.
+struct TracePointCost {
+  double recorded_ns = 10;
+  double filtered_ns = 2;
+};
+TracePointCost MeasureTracePoint(bool managed) __attribute__((no_instrument_function));
+
+}  // namespace lookback::rt

@@ -34,6 +34,7 @@ struct ThreadState {
   uint64_t tp_per_s = 0;     // trace points per second of CPU time then
   uint64_t filtered_per_s = 0;  // calls the filter dropped, per second of CPU time then
   bool seen = false;
+  bool judged = false;       // estimate_bp and the rates are set
 };
 
 struct Budget {
@@ -45,6 +46,7 @@ struct Budget {
   std::vector<ShedFunction> history;  // every shed, in order; until_ns set when it came back
   std::vector<uint64_t> shed;         // sorted: what is shed now
   uint64_t calm_since_ns = 0;         // every thread under a quarter of the budget since (0: not calm)
+  uint32_t returns = 0;               // times BringBack ran: each doubles the calm it waits for
 };
 
 Budget& B() {
@@ -211,25 +213,16 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double l
   std::sort(b.shed.begin(), b.shed.end());
 }
 
-// Brings back the functions whose cost when shed fits in what is left of
-// half the budget, cheapest first. Caller holds b.mutex.
-bool BringBack(Budget& b, double worst, double budget, uint64_t now_ns) {
-  double room = budget / 2 - worst;
-  bool changed = false;
-  std::vector<ShedFunction*> live;
+// Brings back every function shed: the program calmed down, and what a
+// function costs now cannot be known while it is not recorded. One that is
+// still hot is shed again at the next judgement of its thread. Caller holds
+// b.mutex.
+void BringBack(Budget& b, uint64_t now_ns) {
   for (ShedFunction& f : b.history) {
-    if (f.until_ns == 0) live.push_back(&f);
+    if (f.until_ns == 0) f.until_ns = now_ns;
   }
-  std::sort(live.begin(), live.end(), [](const ShedFunction* a, const ShedFunction* z) { return a->calls_per_s < z->calls_per_s; });
-  for (ShedFunction* f : live) {
-    const double cost = static_cast<double>(f->calls_per_s) * 2 * b.cost.recorded_ns / 1e9;
-    if (cost > room) break;
-    room -= cost;
-    f->until_ns = now_ns;
-    b.shed.erase(std::remove(b.shed.begin(), b.shed.end(), f->key), b.shed.end());
-    changed = true;
-  }
-  return changed;
+  b.shed.clear();
+  ++b.returns;
 }
 
 }  // namespace
@@ -255,7 +248,6 @@ uint64_t BudgetTick(uint64_t now_ns) {
   const double ticks_per_ns = TicksPerNs();
   bool changed = false;
   double worst = 0;
-  bool judged_any = false;
   {
     std::lock_guard<std::mutex> control(ControlMutex());  // rings stay mapped while we read them
     std::lock_guard<std::mutex> lock(b.mutex);
@@ -295,7 +287,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
       st.mono_ns = now_ns;
       st.estimate_bp = static_cast<uint32_t>(std::min(estimate * 10000, 1e9));
       st.tp_per_s = tp_per_s;
-      judged_any = true;
+      st.judged = true;
       worst = std::max(worst, estimate);
       // The calls of shed functions through the compiler hooks cost their
       // hook call whatever is shed: past the budget on their own, shedding
@@ -316,14 +308,17 @@ uint64_t BudgetTick(uint64_t now_ns) {
       ThreadCpuNs(it->first, &ok);
       it = ok ? std::next(it) : b.threads.erase(it);
     }
-    if (judged_any && worst < budget / 4) {
+    // Calm: no thread judged this tick is over a quarter of the budget (an
+    // idle thread is not judged: it costs nothing).
+    if (worst < budget / 4) {
       if (b.calm_since_ns == 0) b.calm_since_ns = now_ns;
-    } else if (judged_any) {
+    } else {
       b.calm_since_ns = 0;
     }
-    if (b.calm_since_ns != 0 && now_ns - b.calm_since_ns >= kBudgetCalmNs && !b.shed.empty()) {
-      changed = BringBack(b, worst, budget, now_ns) || changed;
-      b.calm_since_ns = now_ns;
+    const uint64_t calm_needed = kBudgetCalmNs << std::min<uint32_t>(b.returns, 5);
+    if (b.calm_since_ns != 0 && now_ns - b.calm_since_ns >= calm_needed && !b.shed.empty()) {
+      BringBack(b, now_ns);
+      changed = true;
     }
     if (changed) Publish(b);
   }
@@ -349,7 +344,7 @@ std::vector<std::pair<std::string, std::string>> BudgetMetadata() {
   }
   std::string threads;
   for (const auto& [tid, st] : b.threads) {
-    if (st.tp_per_s == 0 && st.estimate_bp == 0) continue;
+    if (!st.judged) continue;
     threads += std::to_string(tid) + " " + std::to_string(st.estimate_bp) + " " + std::to_string(st.tp_per_s) + " " +
                std::to_string(st.filtered_per_s) + "\n";
   }

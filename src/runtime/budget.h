@@ -20,10 +20,11 @@
 // built with the clang pass tests the function's own guard byte
 // (pass_guards.h), which also keeps nesting exact.
 //
-// Re-evaluate. A shed function comes back when every thread's estimate has
-// stayed under a quarter of the budget for kBudgetCalmNs and the cost it had
-// when it was shed fits in what is left of half the budget; if it is hot
-// again it is shed again at the next tick.
+// Re-evaluate. Once no thread's estimate has been over a quarter of the
+// budget for kBudgetCalmNs (doubled after each return, up to 32 times), the
+// program has changed phase: every shed function comes back (its rate now
+// cannot be known while it is not recorded), and one that is still hot is
+// shed again at its thread's next judgement.
 //
 // What a dump says: every function shed, when (and when it came back), its
 // call rate and mean duration then, and which thread's estimate shed it

@@ -118,6 +118,26 @@ TEST(Config, ExcludeListSplitsOnCommas) {
 }
 
 
+TEST(Config, TheBudgetIsAPercentageOrOffAndDefaultsToThreePercent) {
+  std::vector<ConfigProblem> problems;
+  EXPECT_EQ(Parse({}, &problems).budget_bp, 300u);
+  EXPECT_EQ(Parse({{"LOOKBACK_BUDGET", "off"}}, &problems).budget_bp, 0u);
+  EXPECT_EQ(Parse({{"LOOKBACK_BUDGET", "2.5%"}}, &problems).budget_bp, 250u);
+  EXPECT_TRUE(problems.empty());
+  uint32_t bp = 0;
+  for (const auto& [text, want] : std::vector<std::pair<std::string, uint32_t>>{
+           {"0", 0}, {"0%", 0}, {"1", 100}, {"5%", 500}, {"0.1", 10}, {"0.25%", 25}, {"50", 5000}}) {
+    EXPECT_TRUE(ParseBudget(text, &bp)) << text;
+    EXPECT_EQ(bp, want) << text;
+    EXPECT_EQ(BudgetText(bp), want == 0 ? "off" : text.back() == '%' ? text : text + "%") << text;
+  }
+  for (const char* bad : {"", "lots", "0.05", "51", "3.333", "-1", "3.", ".5", "1e2"}) EXPECT_FALSE(ParseBudget(bad, &bp)) << bad;
+  Config c = Parse({{"LOOKBACK_BUDGET", "lots"}}, &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("LOOKBACK_BUDGET='lots' is not off or a percentage from 0.1 to 50"), std::string::npos);
+  EXPECT_EQ(c.budget_bp, 300u);
+}
+
 TEST(Config, ParsesDurationsWithUnitsAndBareMilliseconds) {
   uint64_t ns = 0;
   EXPECT_TRUE(ParseDuration("100ms", &ns));

@@ -1,0 +1,170 @@
+// The overhead budget (src/runtime/budget.h) on a real program
+// (tests/programs/budget.cc, built with the compiler hooks): a call tree
+// whose leaf is far too hot to trace within a few percent of the thread's
+// CPU time. Nothing here depends on timing: the program runs for a given
+// CPU time, and what the budget did is read from the dump itself.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "harness.h"
+#include "model/clock_model.h"
+#include "symbolize/symbolizer.h"
+
+namespace lookback::testing {
+namespace {
+
+struct Recorded {
+  RunResult run;
+  std::string dir;
+  format::Dump dump;
+};
+
+Recorded Record(const std::string& test, const std::vector<std::string>& flags, const std::vector<std::string>& args) {
+  Recorded r;
+  r.dir = FreshDir(test);
+  std::vector<std::string> argv = {Cli(), "record", "--dir", r.dir + "/dumps"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("--");
+  argv.push_back(Program("budget"));
+  argv.insert(argv.end(), args.begin(), args.end());
+  r.run = RunProgram(argv, {}, r.dir);
+  const std::vector<std::string> dumps = Dumps(r.dir + "/dumps");
+  EXPECT_EQ(dumps.size(), 1u) << r.run.err;
+  if (!dumps.empty()) r.dump = MustOpen(dumps[0]);
+  return r;
+}
+
+// The key of the function named `name` among a dump's events.
+uint64_t KeyNamed(const format::Dump& d, const std::map<uint32_t, std::vector<TEvent>>& events, const std::string& name) {
+  symbolize::Symbolizer sym(d);
+  for (const auto& [tid, list] : events) {
+    for (const TEvent& e : list) {
+      if (sym.Name(e.key) == name) return e.key;
+    }
+  }
+  return 0;
+}
+
+TEST(Budget, TheHottestFunctionIsShedAndTheDumpSaysWhenWhyAndByWhichThread) {
+  Recorded r = Record("budget_sheds", {}, {"hot", "1.0", "truth.txt"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const format::BudgetInfo& b = r.dump.budget;
+  EXPECT_EQ(b.percent, "3%");  // the default
+  EXPECT_GT(b.cost_ps, 0u);
+  ASSERT_FALSE(b.shed.empty()) << r.run.err;
+  const auto truth = GroundTruth(r.dir + "/truth.txt");
+  ASSERT_EQ(truth.size(), 1u);
+  const uint32_t tid = truth.begin()->first;
+  // The leaf: 1000 of every 1021 calls, so the first shed, by the thread that made them.
+  symbolize::Symbolizer sym(r.dump);
+  EXPECT_EQ(sym.Name(b.shed[0].key), "leaf");
+  EXPECT_EQ(b.shed[0].tid, tid);
+  EXPECT_GT(b.shed[0].calls_per_s, 1000000u);  // tens of millions: far from a rate one traces in 3 %
+  EXPECT_GT(b.shed[0].mean_ns, 0u);
+  EXPECT_EQ(b.shed[0].until_ns, 0u);  // the program never calmed down
+  EXPECT_LT(b.shed[0].at_ns, r.dump.process.dump_monotonic_ns);
+  // outer (one call in 1021) stays: shedding stops once the rest fits.
+  for (const format::ShedInfo& f : b.shed) EXPECT_NE(sym.Name(f.key), "outer");
+  ASSERT_FALSE(b.threads.empty());
+  // info shows all of it.
+  RunResult info = RunProgram({Cli(), "info", Dumps(r.dir + "/dumps")[0]});
+  EXPECT_NE(info.out.find("budget        3% of each thread's CPU time"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("leaf  since "), std::string::npos) << info.out;
+}
+
+TEST(Budget, TheDecodedCallsAreTheGroundTruthWithTheShedFunctionsCallsRemoved) {
+  // A ring small enough to be filled after the shed (1024 records), and for
+  // the program's own log of its newest calls to hold as many calls of the
+  // functions not shed (one call in 21, or in 1021 once mid is shed too).
+  Recorded r = Record("budget_fidelity", {"--buffer-size", "8K"}, {"hot", "1.0", "truth.txt"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const auto truth = GroundTruth(r.dir + "/truth.txt");
+  ASSERT_EQ(truth.size(), 1u);
+  const uint32_t tid = truth.begin()->first;
+  const auto events = DumpEvents(r.dump);
+  ASSERT_TRUE(events.count(tid));
+  const std::vector<TEvent>& got = events.at(tid);
+  ASSERT_FALSE(got.empty());
+  // Every shed happened before the thread's window of the ring begins (a
+  // busy thread fills its ring in well under the second it runs): the whole
+  // window was recorded under one shed set.
+  const format::ThreadInfo* t = nullptr;
+  for (const auto& ti : r.dump.threads) t = ti.tid == tid ? &ti : t;
+  ASSERT_NE(t, nullptr);
+  const model::ClockModel clock(r.dump.clock);
+  int64_t first_ns = -1;
+  model::DecodeThread(r.dump, *t, [&](const model::Event& e) {
+    if (first_ns < 0 && (e.kind == model::EventKind::kEnter || e.kind == model::EventKind::kExit)) first_ns = clock.MonotonicNs(e.tsc);
+  });
+  std::set<uint64_t> shed;
+  for (const format::ShedInfo& f : r.dump.budget.shed) {
+    ASSERT_EQ(f.until_ns, 0u);
+    ASSERT_LT(static_cast<int64_t>(f.at_ns), first_ns) << "shed inside the window: the test cannot tell what was recorded";
+    shed.insert(f.key);
+  }
+  ASSERT_FALSE(shed.empty());
+  std::vector<TEvent> expected;
+  for (const TEvent& e : truth.begin()->second) {
+    if (!shed.count(e.key)) expected.push_back(e);
+  }
+  ASSERT_GE(expected.size(), got.size()) << "the ground truth keeps more calls than a ring";
+  const std::vector<TEvent> newest(expected.end() - static_cast<std::ptrdiff_t>(got.size()), expected.end());
+  EXPECT_TRUE(newest == got) << "decoded " << got.size() << " events differ from the ground truth's newest";
+  // And no call of a shed function in the window.
+  for (const TEvent& e : got) ASSERT_FALSE(shed.count(e.key));
+}
+
+TEST(Budget, OffRecordsEveryCall) {
+  Recorded r = Record("budget_off", {"--budget", "off"}, {"hot", "0.5", "truth.txt"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  EXPECT_EQ(r.dump.budget.percent, "off");
+  EXPECT_TRUE(r.dump.budget.shed.empty());
+  const auto truth = GroundTruth(r.dir + "/truth.txt");
+  const auto events = DumpEvents(r.dump);
+  ASSERT_EQ(truth.size(), 1u);
+  const std::vector<TEvent>& got = events.at(truth.begin()->first);
+  const std::vector<TEvent>& all = truth.begin()->second;
+  ASSERT_GE(all.size(), got.size());
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), all.end() - static_cast<std::ptrdiff_t>(got.size())));
+  EXPECT_NE(KeyNamed(r.dump, events, "leaf"), 0u);
+}
+
+TEST(Budget, AShedFunctionComesBackWhenTheProgramCalmsDownAndIsRecordedAgain) {
+  Recorded r = Record("budget_returns", {}, {"phases", "0.6"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const format::BudgetInfo& b = r.dump.budget;
+  ASSERT_FALSE(b.shed.empty()) << r.run.err;
+  symbolize::Symbolizer sym(r.dump);
+  const format::ShedInfo* leaf = nullptr;
+  for (const format::ShedInfo& f : b.shed) leaf = sym.Name(f.key) == "leaf" ? &f : leaf;
+  ASSERT_NE(leaf, nullptr);
+  ASSERT_NE(leaf->until_ns, 0u) << "the calm phase (4.5 s of sleeping) did not bring it back";
+  EXPECT_GT(leaf->until_ns, leaf->at_ns);
+  // Its calls after it came back are in the dump, and none while it was shed.
+  const model::ClockModel clock(r.dump.clock);
+  size_t after = 0;
+  for (const auto& t : r.dump.threads) {
+    model::DecodeThread(r.dump, t, [&](const model::Event& e) {
+      if (e.kind != model::EventKind::kEnter || e.key != leaf->key) return;
+      const int64_t ns = clock.MonotonicNs(e.tsc);
+      EXPECT_FALSE(ns > static_cast<int64_t>(leaf->at_ns) + 1000000 && ns < static_cast<int64_t>(leaf->until_ns));
+      after += ns >= static_cast<int64_t>(leaf->until_ns);
+    });
+  }
+  EXPECT_GT(after, 0u);
+}
+
+TEST(Budget, ABadBudgetIsAUsageErrorThatSaysWhatIsAccepted) {
+  const std::string dir = FreshDir("budget_bad");
+  for (const char* bad : {"lots", "0.05", "75%", "3.333"}) {
+    RunResult r = RunProgram({Cli(), "record", "--dir", dir, "--budget", bad, "--", Program("budget"), "hot", "0"}, {}, dir);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--budget"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("percentage from 0.1 to 50"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace lookback::testing

@@ -1,0 +1,100 @@
+// The overhead budget's test program (tests/integration/budget_test.cc): a
+// hot call tree whose leaf is far too frequent to trace within any budget.
+//
+//   budget hot SECONDS TRUTH   runs outer -> 20 x mid -> 50 x leaf for SECONDS
+//                              of its CPU time, logging its own newest calls
+//                              (the ground truth) to TRUTH at the end
+//   budget phases SECONDS      the same for SECONDS, then a calm phase: a few
+//                              calls of leaf every 10 ms for 4.5 s, long
+//                              enough for the budget to bring shed functions back
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ground_truth.h"
+
+namespace {
+
+// The newest calls, in a ring of its own (the program makes far more than
+// ground_truth.h keeps): written with code the compiler never instruments.
+constexpr unsigned kTruth = 1u << 22;
+uintptr_t* g_truth;
+uint64_t g_truth_n;
+
+GT_NOINST void Log(void* fn, int exit) { g_truth[g_truth_n++ & (kTruth - 1)] = (uintptr_t)fn | ((uintptr_t)exit << 63); }
+
+GT_NOINST double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+volatile int g_sink;
+
+}  // namespace
+
+// Plain names for the tests to find.
+extern "C" GT_NOINLINE int leaf(int x);
+extern "C" GT_NOINLINE int mid(int x);
+extern "C" GT_NOINLINE int outer(int x);
+
+extern "C" GT_NOINLINE int leaf(int x) {
+  Log((void*)&leaf, 0);
+  const int r = x * 3 + 1;
+  Log((void*)&leaf, 1);
+  return r;
+}
+
+extern "C" GT_NOINLINE int mid(int x) {
+  Log((void*)&mid, 0);
+  int s = 0;
+  for (int i = 0; i < 50; ++i) s += leaf(x + i);
+  Log((void*)&mid, 1);
+  return s;
+}
+
+extern "C" GT_NOINLINE int outer(int x) {
+  Log((void*)&outer, 0);
+  int s = 0;
+  for (int i = 0; i < 20; ++i) s += mid(x + i);
+  Log((void*)&outer, 1);
+  return s;
+}
+
+namespace {
+
+GT_NOINST void WriteTruth(const char* path) {
+  FILE* f = fopen(path, "w");
+  if (f == nullptr) {
+    perror(path);
+    exit(3);
+  }
+  const long tid = syscall(SYS_gettid);
+  const uint64_t n = g_truth_n < kTruth ? g_truth_n : kTruth;
+  for (uint64_t i = g_truth_n - n; i < g_truth_n; ++i) {
+    const uintptr_t e = g_truth[i & (kTruth - 1)];
+    fprintf(f, "%ld %s 0x%lx\n", tid, (e >> 63) ? "EXIT" : "ENTER", (unsigned long)(e & ~((uintptr_t)1 << 63)));
+  }
+  fclose(f);
+}
+
+}  // namespace
+
+GT_NOINST int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  g_truth = static_cast<uintptr_t*>(malloc(sizeof(uintptr_t) * kTruth));
+  const double seconds = atof(argv[2]);
+  const double until = CpuSeconds() + seconds;
+  int n = 0;
+  while (CpuSeconds() < until) g_sink = outer(n++);
+  if (strcmp(argv[1], "hot") == 0 && argc > 3) {
+    WriteTruth(argv[3]);
+  } else if (strcmp(argv[1], "phases") == 0) {
+    for (int i = 0; i < 450; ++i) {
+      for (int k = 0; k < 5; ++k) g_sink = leaf(k);
+      const timespec ten_ms = {0, 10'000'000};
+      nanosleep(&ten_ms, nullptr);
+    }
+  }
+  return 0;
+}

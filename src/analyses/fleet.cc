@@ -111,11 +111,23 @@ constexpr ColumnDef kSignatureMatchesColumns[] = {
     {"worst_start_ns", kI64, true, false, false},
     {"worst_stack", kStr, true, false, false},
 };
+// The functions the overhead budget shed (runtime/budget.h): their calls
+// are not in `calls` from shed_ns to until_ns (NULL: to the dump), and
+// their time is in their callers' self time.
+constexpr ColumnDef kShedColumns[] = {
+    {"dump_id", kI64, false, true, false},
+    {"function_id", kI32, false, false, false},
+    {"shed_ns", kI64, false, false, false},
+    {"until_ns", kI64, true, false, false},
+    {"calls_per_s", kI64, false, false, false},
+    {"mean_ns", kI64, true, false, false},
+    {"tid", kI64, false, false, false},
+};
 
 const TableDef kTables[kTableCount] = {
     {"dumps", kDumpsColumns},   {"threads", kThreadsColumns},             {"functions", kFunctionsColumns},
     {"calls", kCallsColumns},   {"samples", kSamplesColumns},             {"thread_states", kThreadStatesColumns},
-    {"signature_matches", kSignatureMatchesColumns},
+    {"signature_matches", kSignatureMatchesColumns}, {"shed", kShedColumns},
 };
 
 uint64_t Fnv1a(uint64_t h, std::string_view bytes) {
@@ -203,6 +215,19 @@ std::string FleetRows::Begin(const model::ExportContext& ctx) {
   };
   static_assert(std::size(row) == std::size(kDumpsColumns));
   Put(kDumps, row);
+  for (const format::ShedInfo& f : d.budget.shed) {
+    const Value shed[] = {
+        Value::Int(id_.dump_id),
+        Value::Int(FunctionId(f.key)),
+        Value::Int(static_cast<int64_t>(f.at_ns)),
+        f.until_ns != 0 ? Value::Int(static_cast<int64_t>(f.until_ns)) : Value::Null(),
+        Value::Int(static_cast<int64_t>(f.calls_per_s)),
+        f.mean_ns != 0 ? Value::Int(static_cast<int64_t>(f.mean_ns)) : Value::Null(),
+        Value::Int(f.tid),
+    };
+    static_assert(std::size(shed) == std::size(kShedColumns));
+    Put(kShed, shed);
+  }
   return error_;
 }
 

@@ -42,7 +42,7 @@ struct ColumnDef {
   bool partition;   // Parquet: a Hive partition key (in the path, not in the file)
 };
 
-enum Table : uint8_t { kDumps, kThreads, kFunctions, kCalls, kSamples, kThreadStates, kSignatureMatches, kTableCount };
+enum Table : uint8_t { kDumps, kThreads, kFunctions, kCalls, kSamples, kThreadStates, kSignatureMatches, kShed, kTableCount };
 
 struct TableDef {
   const char* name;

@@ -21,6 +21,10 @@
 //     otherwise sets the thread's `lb_tls_ring` to nullptr: tracing off, one
 //     TLS load and a branch per trace point from then on. A runtime of
 //     another ABI turns tracing off instead of handing out a ring.
+//   - guards (-lookback-guards, on by default): each module's table of
+//     {key, guard byte} in section `lookback_guards` is handed to
+//     `lb_pass_register_guards` (a weak reference) by a constructor, and to
+//     `lb_pass_unregister_guards` by a destructor (runtime/pass_guards.h).
 // With liblookback linked (or preloaded, if the program exports lb_tls_ring)
 // the dynamic linker binds the runtime and the program to one `lb_tls_ring`,
 // and the sentinel sends each thread's first trace point to the runtime.

@@ -32,7 +32,7 @@ struct Registry {
 // file's dynamic initialisation; the registry is allocated on first use and
 // never freed (module destructors may run after the runtime's own).
 std::mutex g_mutex;
-Registry* g_registry = nullptr;          // under g_mutex
+Registry* g_registry = nullptr;            // under g_mutex
 bool (*g_shed_query)(uint64_t) = nullptr;  // under g_mutex
 
 // What the registry allocates is not the calling thread's to trace (as in

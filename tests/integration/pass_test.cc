@@ -257,7 +257,8 @@ TEST_P(PassGuards, ShedFunctionStopsAtItsNextInvocationAndNestingStaysExact) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, PassGuards, ::testing::Values("pass-guards-O0", "pass-guards-O2", "pass-guards-full-O2"),
+INSTANTIATE_TEST_SUITE_P(Shapes, PassGuards,
+                         ::testing::Values("pass-guards-O0", "pass-guards-O2", "pass-guards-full-O2"),
                          [](const auto& info) {
                            std::string n = std::string(info.param).substr(12);
                            for (auto& c : n) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -95,10 +95,9 @@ const char* ExitHook() {
   if (Guards) return InlineShape == Shape::kFull ? "lb_pass_exit_guarded" : "lb_pass_exit_check_guarded";
   return InlineShape == Shape::kFull ? "lb_pass_exit" : "lb_pass_exit_check";
 }
-constexpr const char* kAllHooks[] = {"lb_pass_enter",         "lb_pass_exit",
-                                     "lb_pass_enter_check",   "lb_pass_exit_check",
-                                     "lb_pass_enter_guarded", "lb_pass_exit_guarded",
-                                     "lb_pass_enter_check_guarded", "lb_pass_exit_check_guarded"};
+constexpr const char* kAllHooks[] = {
+    "lb_pass_enter",         "lb_pass_exit",         "lb_pass_enter_check",         "lb_pass_exit_check",
+    "lb_pass_enter_guarded", "lb_pass_exit_guarded", "lb_pass_enter_check_guarded", "lb_pass_exit_check_guarded"};
 // The section of the guard tables (docs/pass.md): {i64 key, i8* guard} per
 // guarded function, one table per module, each registered by its module.
 constexpr const char* kGuardSection = "lookback_guards";
@@ -285,8 +284,8 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
       // runtime stores to it without a read-modify-write.
       GlobalVariable* guard = nullptr;
       if (Guards) {
-        guard = new GlobalVariable(M, i8, false, GlobalValue::PrivateLinkage, ConstantInt::get(i8, 0),
-                                   "lookback.guard");
+        guard =
+            new GlobalVariable(M, i8, false, GlobalValue::PrivateLinkage, ConstantInt::get(i8, 0), "lookback.guard");
         guard->setAlignment(Align(1));
         guards.emplace_back(key, guard);
       }
@@ -359,8 +358,8 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
     table->setSection(kGuardSection);
     table->setAlignment(Align(8));
     Constant* begin = ConstantExpr::getBitCast(table, i8p);
-    Constant* end = ConstantExpr::getBitCast(
-        ConstantExpr::getGetElementPtr(table_ty, table, ConstantInt::get(i64, 1)), i8p);
+    Constant* end =
+        ConstantExpr::getBitCast(ConstantExpr::getGetElementPtr(table_ty, table, ConstantInt::get(i64, 1)), i8p);
     appendToCompilerUsed(M, {table});
 
     FunctionType* reg_ty = FunctionType::get(Type::getVoidTy(ctx), {i8p, i8p}, false);
@@ -369,8 +368,8 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
       auto* callee_fn = dyn_cast<Function>(callee.getCallee());
       if (callee_fn == nullptr) report_fatal_error(Twine("lookback-pass: ") + callee_name + " has another type", false);
       if (callee_fn->isDeclaration()) callee_fn->setLinkage(GlobalValue::ExternalWeakLinkage);
-      Function* f = Function::Create(FunctionType::get(Type::getVoidTy(ctx), false), GlobalValue::InternalLinkage,
-                                     name, M);
+      Function* f =
+          Function::Create(FunctionType::get(Type::getVoidTy(ctx), false), GlobalValue::InternalLinkage, name, M);
       f->addFnAttr("lookback-skip");
       f->addFnAttr(Attribute::NoUnwind);
       BasicBlock* head = BasicBlock::Create(ctx, "", f);

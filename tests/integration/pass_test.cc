@@ -215,21 +215,11 @@ std::vector<std::string> Split(const std::string& calls) {
   return out;
 }
 
-class PassGuards : public ::testing::TestWithParam<const char*> {};
-
-// The program sheds `victim` and records it again at fixed points of its
-// recursion (tests/programs/pass_guards.cc): the dump must hold exactly the
-// invocations that began while victim was recorded, each with its exit, and
-// nothing the walk had to repair.
-TEST_P(PassGuards, ShedFunctionStopsAtItsNextInvocationAndNestingStaysExact) {
-  REQUIRE_PASS_PROGRAM(GetParam());
-  const std::string dir = FreshDir(std::string("pass-guards-") + GetParam());
-  RunResult r = RunProgram({Program(GetParam())}, {{"LOOKBACK_DIR", dir + "/dumps"}, {"LOOKBACK_DUMP_AT_EXIT", "1"}});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("linked, 0 failures"), std::string::npos) << r.out;
-  const auto dumps = Dumps(dir + "/dumps");
-  ASSERT_EQ(dumps.size(), 1u) << r.err;
-  auto threads = WalkThreads(dumps[0]);
+// The sequence tests/programs/pass_guards.cc leaves in its dump: exactly the
+// invocations of victim that began while it was recorded, each with its exit,
+// and nothing the walk had to repair.
+void ExpectExactlyTheRecordedInvocations(const std::string& dump) {
+  auto threads = WalkThreads(dump);
   ASSERT_EQ(threads.size(), 2u);
   ASSERT_EQ(threads.count("guard-worker"), 1u);
   const Walked& worker = threads["guard-worker"];
@@ -257,6 +247,21 @@ TEST_P(PassGuards, ShedFunctionStopsAtItsNextInvocationAndNestingStaysExact) {
   }
 }
 
+class PassGuards : public ::testing::TestWithParam<const char*> {};
+
+// The program sheds `victim` and records it again at fixed points of its
+// recursion, and from another thread while one is inside it.
+TEST_P(PassGuards, ShedFunctionStopsAtItsNextInvocationAndNestingStaysExact) {
+  REQUIRE_PASS_PROGRAM(GetParam());
+  const std::string dir = FreshDir(std::string("pass-guards-") + GetParam());
+  RunResult r = RunProgram({Program(GetParam())}, {{"LOOKBACK_DIR", dir + "/dumps"}, {"LOOKBACK_DUMP_AT_EXIT", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("linked, 0 failures"), std::string::npos) << r.out;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  ExpectExactlyTheRecordedInvocations(dumps[0]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, PassGuards,
                          ::testing::Values("pass-guards-O0", "pass-guards-O2", "pass-guards-full-O2"),
                          [](const auto& info) {
@@ -264,6 +269,46 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PassGuards,
                            for (auto& c : n) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return n;
                          });
+
+// Not linked with the runtime, preloaded by `lookback record`: the weak
+// references bind to the preloaded runtime, and shedding works the same.
+TEST(PassGuardsRuntime, PreloadedRuntimeShedsAProgramLinkedWithoutIt) {
+  REQUIRE_PASS_PROGRAM("pass-guards-unlinked");
+  const std::string dir = FreshDir("pass-guards-preloaded");
+  RunResult r =
+      RunProgram({Cli(), "record", "--quiet", "--dir", dir + "/dumps", "--", Program("pass-guards-unlinked")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("linked, 0 failures"), std::string::npos) << r.out;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  ExpectExactlyTheRecordedInvocations(dumps[0]);
+}
+
+// A dlopen'ed library registers its own guards and unregisters them at
+// dlclose: afterwards the runtime has no guard for its functions (it must not
+// write into an unmapped library).
+TEST(PassGuardsRuntime, LibraryGuardsLiveExactlyAsLongAsTheLibrary) {
+  REQUIRE_PASS_PROGRAM("pass-guards-O2");
+  REQUIRE_PASS_PROGRAM("libpass_guards_plugin.so");
+  const std::string dir = FreshDir("pass-guards-dlopen");
+  RunResult r = RunProgram({Program("pass-guards-O2"), "dlopen", Program("libpass_guards_plugin.so")},
+                           {{"LOOKBACK_DIR", dir + "/dumps"}, {"LOOKBACK_DUMP_AT_EXIT", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const size_t at = r.out.find("plugin_work=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shed=1 after_unload=0"), std::string::npos) << r.out;
+  const uint64_t key = std::stoull(r.out.substr(at + 12), nullptr, 16);
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  size_t entries = 0, exits = 0;
+  for (const auto& [tid, evs] : DumpEvents(MustOpen(dumps[0]))) {
+    for (const TEvent& e : evs) {
+      if (e.key == key) ++(e.exit ? exits : entries);
+    }
+  }
+  EXPECT_EQ(entries, 2u) << "the two calls before the shed, none after";
+  EXPECT_EQ(exits, 2u);
+}
 
 TEST(PassGuardsBuild, ProgramWithGuardsRunsWithoutTheRuntime) {
   REQUIRE_PASS_PROGRAM("pass-guards-unlinked");

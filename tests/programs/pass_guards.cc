@@ -8,12 +8,14 @@
 // Linked with liblookback, lb_debug_shed sets the guard (runtime/pass_guards.h).
 // Run without the runtime (the weak reference is null), the same calls run,
 // nothing is shed, and the program exits 0 all the same.
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <string>
 #include <thread>
 
 extern "C" int lb_debug_shed(uint64_t fn, int shed) __attribute__((weak));
@@ -65,7 +67,32 @@ __attribute__((noinline)) int victim(int n) {
 }
 }  // extern "C"
 
-int main() {
+// `pass_guards dlopen LIB`: LIB's plugin_work has its own guard while LIB
+// is loaded, and none once it is unloaded (the runtime must never write to
+// an unmapped guard). Prints plugin_work's key for the test.
+int ShedInALibrary(const char* path) {
+  void* lib = dlopen(path, RTLD_NOW);
+  if (lib == nullptr) {
+    fprintf(stderr, "pass_guards: %s\n", dlerror());
+    return 2;
+  }
+  auto* work = reinterpret_cast<int (*)(int)>(dlsym(lib, "plugin_work"));
+  if (work == nullptr) return 2;
+  const uint64_t key = reinterpret_cast<uint64_t>(work);
+  work(1);
+  work(2);
+  const int shed = lb_debug_shed(key, 1);
+  work(3);
+  work(4);
+  dlclose(lib);
+  const int after_unload = lb_debug_shed(key, 0);
+  printf("pass_guards: plugin_work=%#llx shed=%d after_unload=%d\n", static_cast<unsigned long long>(key), shed,
+         after_unload);
+  return shed == 1 && after_unload == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "dlopen" && lb_debug_shed != nullptr) return ShedInALibrary(argv[2]);
   // 1. Recorded: victim x3 with leaf inside.
   victim(2);
   // 2. Shed inside victim(1) of victim(3): victim(3), (2), (1) were entered

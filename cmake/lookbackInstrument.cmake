@@ -62,9 +62,10 @@ function(lookback_instrument target)
       target_link_options(${target} PRIVATE "-Wl,--export-dynamic-symbol=lb_tls_ring*")
     elseif(LB_STATIC)
       # The pass refers to the runtime weakly, which pulls nothing out of an
-      # archive: ask for the slow path by name.
+      # archive: ask for the slow path and the guard registry by name.
       target_link_libraries(${target} PRIVATE lookback::runtime_static)
-      target_link_options(${target} PRIVATE "-Wl,--undefined=lb_pass_record_slow")
+      target_link_options(${target} PRIVATE "-Wl,--undefined=lb_pass_record_slow"
+                                            "-Wl,--undefined=lb_pass_register_guards")
     else()
       target_link_libraries(${target} PRIVATE lookback::runtime)
     endif()

@@ -11,6 +11,7 @@
 #include "harness.h"
 #include "model/walk.h"
 #include "runtime/ring_abi.h"
+#include "symbolize/symbolizer.h"
 
 namespace lookback::testing {
 namespace {
@@ -161,6 +162,181 @@ TEST(Pass, ExcludesByNameNamespaceFileAndSkipsSmallFunctionsWithoutLoops) {
   EXPECT_EQ(fns.count("skipped_ns::inner(int)"), 0u);   // -lookback-exclude=skipped_ns::*
   EXPECT_EQ(fns.count("from_excluded_file(int)"), 0u);  // -lookback-exclude-file=*pass_options_excluded.h
   EXPECT_EQ(fns.count("tiny()"), 0u);                   // -lookback-min-instructions=40
+}
+
+// ---- shedding a function through its guard (pass_guards.cc) ----
+
+// One thread's balanced stream as the exporters get it: "+name" / "-name"
+// for the functions in `names`, and the walk's repair counts.
+struct Walked {
+  std::vector<std::string> calls;
+  model::ThreadSummary summary;
+};
+
+class CollectingSink : public model::TraceSink {
+ public:
+  CollectingSink(symbolize::Symbolizer* sym, const std::set<std::string>& names) : sym_(sym), names_(names) {}
+  std::string Begin(const model::ExportContext&) override { return ""; }
+  void BeginThread(const format::ThreadInfo& t) override { current_ = &by_thread[t.name]; }
+  void Enter(uint64_t key, int64_t, uint32_t, uint8_t) override { Add('+', key); }
+  void Exit(uint64_t key, int64_t, uint32_t, uint8_t) override { Add('-', key); }
+  void EndThread(const model::ThreadSummary& summary) override { current_->summary = summary; }
+  std::string End() override { return ""; }
+  std::map<std::string, Walked> by_thread;
+
+ private:
+  void Add(char kind, uint64_t key) {
+    const std::string& name = sym_->Name(key);
+    if (names_.count(name)) current_->calls.push_back(kind + name);
+  }
+  symbolize::Symbolizer* sym_;
+  std::set<std::string> names_;
+  Walked* current_ = nullptr;
+};
+
+std::map<std::string, Walked> WalkThreads(const std::string& dump) {
+  const format::Dump d = MustOpen(dump);
+  symbolize::Symbolizer sym(d);
+  CollectingSink sink(&sym, {"victim", "leaf", "marker"});
+  const model::WalkResult w = model::Walk(d, sym, model::WalkOptions{}, sink);
+  EXPECT_EQ(w.error, "");
+  return sink.by_thread;
+}
+
+std::vector<std::string> Split(const std::string& calls) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < calls.size()) {
+    size_t end = calls.find(' ', pos);
+    if (end == std::string::npos) end = calls.size();
+    if (end > pos) out.push_back(calls.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+// The sequence tests/programs/pass_guards.cc leaves in its dump: exactly the
+// invocations of victim that began while it was recorded, each with its exit,
+// and nothing the walk had to repair.
+void ExpectExactlyTheRecordedInvocations(const std::string& dump) {
+  auto threads = WalkThreads(dump);
+  ASSERT_EQ(threads.size(), 2u);
+  ASSERT_EQ(threads.count("guard-worker"), 1u);
+  const Walked& worker = threads["guard-worker"];
+  const Walked& main = threads.begin()->first == "guard-worker" ? threads.rbegin()->second : threads.begin()->second;
+
+  const std::string recorded_x3 = "+victim +victim +victim +leaf -leaf -victim -victim -victim ";
+  const std::vector<std::string> want_main = Split(
+      // 1. victim(2), recorded.
+      recorded_x3 +
+      // 2. victim(3), shed inside victim(1): victim(0) is the first invocation not recorded.
+      "+victim +victim +victim +marker -marker +leaf -leaf -victim -victim -victim " +
+      // 3. victim(2), shed.
+      "+leaf -leaf " +
+      // 4. victim(3), recorded again inside victim(1): only victim(0) began recorded.
+      "+marker -marker +victim +leaf -leaf -victim " +
+      // 5. victim(1), recorded.
+      "+victim +victim +leaf -leaf -victim -victim");
+  EXPECT_EQ(main.calls, want_main);
+  // 6. The worker was in victim(1) of victim(3) when main shed victim.
+  EXPECT_EQ(worker.calls, Split(recorded_x3));
+  for (const Walked* w : {&main, &worker}) {
+    EXPECT_EQ(w->summary.unwound, 0u) << "an exit went missing";
+    EXPECT_EQ(w->summary.unmatched_exits, 0u) << "an exit without its entry";
+    EXPECT_EQ(w->summary.start_cut, 0u);
+  }
+}
+
+class PassGuards : public ::testing::TestWithParam<const char*> {};
+
+// The program sheds `victim` and records it again at fixed points of its
+// recursion, and from another thread while one is inside it.
+TEST_P(PassGuards, ShedFunctionStopsAtItsNextInvocationAndNestingStaysExact) {
+  REQUIRE_PASS_PROGRAM(GetParam());
+  const std::string dir = FreshDir(std::string("pass-guards-") + GetParam());
+  RunResult r = RunProgram({Program(GetParam())}, {{"LOOKBACK_DIR", dir + "/dumps"}, {"LOOKBACK_DUMP_AT_EXIT", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("linked, 0 failures"), std::string::npos) << r.out;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  ExpectExactlyTheRecordedInvocations(dumps[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PassGuards,
+                         ::testing::Values("pass-guards-O0", "pass-guards-O2", "pass-guards-full-O2"),
+                         [](const auto& info) {
+                           std::string n = std::string(info.param).substr(12);
+                           for (auto& c : n) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+
+// Not linked with the runtime, preloaded by `lookback record`: the weak
+// references bind to the preloaded runtime, and shedding works the same.
+TEST(PassGuardsRuntime, PreloadedRuntimeShedsAProgramLinkedWithoutIt) {
+  REQUIRE_PASS_PROGRAM("pass-guards-unlinked");
+  const std::string dir = FreshDir("pass-guards-preloaded");
+  RunResult r =
+      RunProgram({Cli(), "record", "--quiet", "--dir", dir + "/dumps", "--", Program("pass-guards-unlinked")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("linked, 0 failures"), std::string::npos) << r.out;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  ExpectExactlyTheRecordedInvocations(dumps[0]);
+}
+
+// A dlopen'ed library registers its own guards and unregisters them at
+// dlclose: afterwards the runtime has no guard for its functions (it must not
+// write into an unmapped library).
+TEST(PassGuardsRuntime, LibraryGuardsLiveExactlyAsLongAsTheLibrary) {
+  REQUIRE_PASS_PROGRAM("pass-guards-O2");
+  REQUIRE_PASS_PROGRAM("libpass_guards_plugin.so");
+  const std::string dir = FreshDir("pass-guards-dlopen");
+  RunResult r = RunProgram({Program("pass-guards-O2"), "dlopen", Program("libpass_guards_plugin.so")},
+                           {{"LOOKBACK_DIR", dir + "/dumps"}, {"LOOKBACK_DUMP_AT_EXIT", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const size_t at = r.out.find("plugin_work=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shed=1 after_unload=0"), std::string::npos) << r.out;
+  const uint64_t key = std::stoull(r.out.substr(at + 12), nullptr, 16);
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  size_t entries = 0, exits = 0;
+  for (const auto& [tid, evs] : DumpEvents(MustOpen(dumps[0]))) {
+    for (const TEvent& e : evs) {
+      if (e.key == key) ++(e.exit ? exits : entries);
+    }
+  }
+  EXPECT_EQ(entries, 2u) << "the two calls before the shed, none after";
+  EXPECT_EQ(exits, 2u);
+}
+
+TEST(PassGuardsBuild, ProgramWithGuardsRunsWithoutTheRuntime) {
+  REQUIRE_PASS_PROGRAM("pass-guards-unlinked");
+  RunResult dyn = RunProgram({"readelf", "-d", Program("pass-guards-unlinked")});
+  EXPECT_EQ(dyn.out.find("liblookback"), std::string::npos) << "the program must not need liblookback";
+  RunResult nm = RunProgram({"nm", Program("pass-guards-unlinked")});
+  EXPECT_NE(nm.out.find(" w lb_pass_register_guards"), std::string::npos) << "a weak reference: " << nm.out;
+  const std::string dir = FreshDir("pass-guards-unlinked");
+  RunResult r = RunProgram({Program("pass-guards-unlinked")}, {{"LOOKBACK_DIR", dir + "/dumps"}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("no runtime, 0 failures"), std::string::npos) << r.out;
+  EXPECT_TRUE(Dumps(dir + "/dumps").empty());
+}
+
+TEST(PassGuardsBuild, GuardsOffOptionEmitsNoGuardTable) {
+  REQUIRE_PASS_PROGRAM("pass-guards-off");
+  REQUIRE_PASS_PROGRAM("pass-guards-O2");
+  RunResult on = RunProgram({"readelf", "-S", "-W", Program("pass-guards-O2")});
+  EXPECT_NE(on.out.find(" lookback_guards "), std::string::npos) << on.out;
+  RunResult off = RunProgram({"readelf", "-S", "-W", Program("pass-guards-off")});
+  EXPECT_EQ(off.out.find("lookback_guards"), std::string::npos) << off.out;
+  RunResult nm = RunProgram({"nm", Program("pass-guards-off")});
+  EXPECT_EQ(nm.out.find("lb_pass_register_guards"), std::string::npos) << nm.out;
+  // The runtime has no guard for victim, and says so.
+  const std::string dir = FreshDir("pass-guards-off");
+  RunResult r = RunProgram({Program("pass-guards-off")}, {{"LOOKBACK_DIR", dir + "/dumps"}});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("no guard registered for victim"), std::string::npos) << r.err;
 }
 
 TEST(Pass, BadExcludePatternStopsTheCompilationWithAClearError) {

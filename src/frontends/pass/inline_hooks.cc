@@ -50,6 +50,51 @@ LOOKBACK_PASS_HOOK void lb_pass_exit_check(uint64_t key) {
   if (__builtin_expect(r != nullptr, 0)) lb_pass_exit_on(r, key);
 }
 
+// ---- guarded (-lookback-guards=1, the default): the same two shapes behind a
+// per-function byte the runtime sets to shed the function (docs/pass.md,
+// "Shedding a function"). The entry hook returns whether this invocation is
+// recorded; the pass keeps that bit in a local and hands it to every exit
+// hook of the invocation, so an invocation's exits follow its entry whatever
+// the guard does in between (recursion included), and nesting stays exact.
+// The guard is read only once tracing is seen on for the thread: tracing off
+// costs what it cost without guards. An invocation that began with tracing
+// off keeps the unguarded behaviour at its exits (recorded if tracing came
+// on meanwhile, as without guards).
+LOOKBACK_PASS_HOOK bool lb_pass_enter_guarded(uint64_t key, const uint8_t* guard) {
+  Ring* r = lb_tls_ring;
+  if (__builtin_expect(r == nullptr, 0)) return true;
+  if (__builtin_expect(__atomic_load_n(guard, __ATOMIC_RELAXED) != 0, 0)) return false;
+  lookback::rt::RecordNow(r, false, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
+  return true;
+}
+
+LOOKBACK_PASS_HOOK void lb_pass_exit_guarded(uint64_t key, bool recorded) {
+  Ring* r = lb_tls_ring;
+  if (__builtin_expect(r == nullptr, 0) || !recorded) return;
+  lookback::rt::RecordNow(r, true, key);
+}
+
+LOOKBACK_PASS_HOOK bool lb_pass_enter_check_guarded(uint64_t key, const uint8_t* guard) {
+  Ring* r = lb_tls_ring;
+  if (__builtin_expect(r != nullptr, 0)) {
+    if (__atomic_load_n(guard, __ATOMIC_RELAXED) != 0) return false;
+    lb_pass_enter_on(r, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
+  }
+  return true;
+}
+
+// Two branches, not one on (r != nullptr && recorded), which is what the
+// optimiser makes of them and what the code generator may then lower to
+// setcc/or on the tracing-off path. The empty asm hides `recorded` from it,
+// so tracing off pays the unguarded test and nothing more here.
+LOOKBACK_PASS_HOOK void lb_pass_exit_check_guarded(uint64_t key, bool recorded) {
+  Ring* r = lb_tls_ring;
+  if (__builtin_expect(r != nullptr, 0)) {
+    __asm__ volatile("" : "+r"(recorded));
+    if (__builtin_expect(recorded, 1)) lb_pass_exit_on(r, key);
+  }
+}
+
 // The slow path as the program sees it (lookback_pass.cc makes it a hidden
 // linkonce_odr copy per program and sends the hot path's lb_ring_slow calls
 // here): the runtime's checked entry when a runtime is loaded, passing the

@@ -21,6 +21,10 @@
 //     otherwise sets the thread's `lb_tls_ring` to nullptr: tracing off, one
 //     TLS load and a branch per trace point from then on. A runtime of
 //     another ABI turns tracing off instead of handing out a ring.
+//   - guards (-lookback-guards, on by default): each module's table of
+//     {key, guard byte} in section `lookback_guards` is handed to
+//     `lb_pass_register_guards` (a weak reference) by a constructor, and to
+//     `lb_pass_unregister_guards` by a destructor (runtime/pass_guards.h).
 // With liblookback linked (or preloaded, if the program exports lb_tls_ring)
 // the dynamic linker binds the runtime and the program to one `lb_tls_ring`,
 // and the sentinel sends each thread's first trace point to the runtime.
@@ -44,6 +48,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include <memory>
 #include <string>
@@ -77,10 +82,25 @@ cl::opt<unsigned> MinInstructions("lookback-min-instructions", cl::init(0),
                                            "fewer IR instructions than this (XRay's rule; 0: "
                                            "trace every function)"));
 
-// The hooks of inline_hooks.cc, by shape.
-const char* EnterHook() { return InlineShape == Shape::kFull ? "lb_pass_enter" : "lb_pass_enter_check"; }
-const char* ExitHook() { return InlineShape == Shape::kFull ? "lb_pass_exit" : "lb_pass_exit_check"; }
-constexpr const char* kAllHooks[] = {"lb_pass_enter", "lb_pass_exit", "lb_pass_enter_check", "lb_pass_exit_check"};
+cl::opt<bool> Guards("lookback-guards", cl::init(true),
+                     cl::desc("lookback: give every traced function a guard byte the runtime sets to stop "
+                              "recording its calls (docs/pass.md, \"Shedding a function\")"));
+
+// The hooks of inline_hooks.cc, by shape and by whether the function is guarded.
+const char* EnterHook() {
+  if (Guards) return InlineShape == Shape::kFull ? "lb_pass_enter_guarded" : "lb_pass_enter_check_guarded";
+  return InlineShape == Shape::kFull ? "lb_pass_enter" : "lb_pass_enter_check";
+}
+const char* ExitHook() {
+  if (Guards) return InlineShape == Shape::kFull ? "lb_pass_exit_guarded" : "lb_pass_exit_check_guarded";
+  return InlineShape == Shape::kFull ? "lb_pass_exit" : "lb_pass_exit_check";
+}
+constexpr const char* kAllHooks[] = {
+    "lb_pass_enter",         "lb_pass_exit",         "lb_pass_enter_check",         "lb_pass_exit_check",
+    "lb_pass_enter_guarded", "lb_pass_exit_guarded", "lb_pass_enter_check_guarded", "lb_pass_exit_check_guarded"};
+// The section of the guard tables (docs/pass.md): {i64 key, i8* guard} per
+// guarded function, one table per module, each registered by its module.
+constexpr const char* kGuardSection = "lookback_guards";
 // Called by the check shape: one copy per program.
 constexpr const char* kOutlined[] = {"lb_pass_enter_on", "lb_pass_exit_on"};
 
@@ -255,13 +275,33 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
     BindToRuntime(M);
 
     Type* i64 = Type::getInt64Ty(M.getContext());
+    Type* i8 = Type::getInt8Ty(M.getContext());
+    std::vector<std::pair<Constant*, GlobalVariable*>> guards;
     for (Function* F : targets) {
       Constant* key = ConstantExpr::getPtrToInt(F, i64);
+      // The function's guard: 0 recorded, nonzero shed (the runtime's
+      // SetPassGuard). Its own byte, not a bit of a shared word, so that the
+      // runtime stores to it without a read-modify-write.
+      GlobalVariable* guard = nullptr;
+      if (Guards) {
+        guard =
+            new GlobalVariable(M, i8, false, GlobalValue::PrivateLinkage, ConstantInt::get(i8, 0), "lookback.guard");
+        guard->setAlignment(Align(1));
+        guards.emplace_back(key, guard);
+      }
       SmallVector<CallInst*, 8> calls;
       DISubprogram* sp = F->getSubprogram();
+      // Guarded, the entry hook returns whether this invocation is recorded
+      // and every exit hook takes that value: the decision is made once per
+      // invocation, so its exits follow its entry even when the guard flips
+      // while it runs. The entry block dominates every return, so the value
+      // (a phi once the entry hook is inlined) reaches them all.
+      CallInst* recorded = nullptr;
       auto at = [&](Instruction* where, Function* hook, DebugLoc loc) {
         IRBuilder<> b(where);
-        CallInst* c = b.CreateCall(hook, {key});
+        SmallVector<Value*, 2> args = {key};
+        if (guard != nullptr) args.push_back(recorded == nullptr ? static_cast<Value*>(guard) : recorded);
+        CallInst* c = b.CreateCall(hook, args);
         // A call inlined into a function with debug info needs a location.
         if (sp != nullptr) c->setDebugLoc(loc ? loc : DebugLoc(DILocation::get(M.getContext(), sp->getLine(), 0, sp)));
         calls.push_back(c);
@@ -271,6 +311,7 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
         if (auto* r = dyn_cast<ReturnInst>(bb.getTerminator())) rets.push_back(r);
       }
       at(EntryPoint(*F), enter, DebugLoc());
+      if (guard != nullptr) recorded = calls.front();
       for (ReturnInst* r : rets) {
         Instruction* where = ExitPoint(r);
         at(where, exit, r->getDebugLoc());
@@ -286,6 +327,7 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
       }
       SinkReturnAddress(*F);
     }
+    if (!guards.empty()) RegisterGuards(M, guards);
     for (Function* hook : hooks) {
       if (hook->use_empty()) hook->eraseFromParent();
     }
@@ -293,6 +335,57 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
       if (Function* f = M.getFunction(name); f && f->use_empty()) f->eraseFromParent();
     }
     return PreservedAnalyses::none();
+  }
+
+  // The module's guard table and the constructor that hands it to the
+  // runtime. One table per module, registered by the module itself (not
+  // __start_/__stop_ of the linked section): every object file of a program,
+  // and every DSO, registers exactly its own entries, whatever the linker
+  // merged. lb_pass_register_guards is a weak reference, so a program run
+  // without the runtime skips the call; the destructor unregisters the table
+  // before a dlclose unmaps the guards.
+  static void RegisterGuards(Module& M, const std::vector<std::pair<Constant*, GlobalVariable*>>& guards) {
+    LLVMContext& ctx = M.getContext();
+    Type* i64 = Type::getInt64Ty(ctx);
+    Type* i8p = Type::getInt8PtrTy(ctx);
+    StructType* entry_ty = StructType::get(ctx, {i64, i8p});
+    std::vector<Constant*> entries;
+    entries.reserve(guards.size());
+    for (const auto& [key, guard] : guards) entries.push_back(ConstantStruct::get(entry_ty, {key, guard}));
+    ArrayType* table_ty = ArrayType::get(entry_ty, entries.size());
+    auto* table = new GlobalVariable(M, table_ty, true, GlobalValue::InternalLinkage,
+                                     ConstantArray::get(table_ty, entries), "lookback.guards");
+    table->setSection(kGuardSection);
+    table->setAlignment(Align(8));
+    Constant* begin = ConstantExpr::getBitCast(table, i8p);
+    Constant* end =
+        ConstantExpr::getBitCast(ConstantExpr::getGetElementPtr(table_ty, table, ConstantInt::get(i64, 1)), i8p);
+    appendToCompilerUsed(M, {table});
+
+    FunctionType* reg_ty = FunctionType::get(Type::getVoidTy(ctx), {i8p, i8p}, false);
+    auto make = [&](const char* callee_name, const char* name) {
+      FunctionCallee callee = M.getOrInsertFunction(callee_name, reg_ty);
+      auto* callee_fn = dyn_cast<Function>(callee.getCallee());
+      if (callee_fn == nullptr) report_fatal_error(Twine("lookback-pass: ") + callee_name + " has another type", false);
+      if (callee_fn->isDeclaration()) callee_fn->setLinkage(GlobalValue::ExternalWeakLinkage);
+      Function* f =
+          Function::Create(FunctionType::get(Type::getVoidTy(ctx), false), GlobalValue::InternalLinkage, name, M);
+      f->addFnAttr("lookback-skip");
+      f->addFnAttr(Attribute::NoUnwind);
+      BasicBlock* head = BasicBlock::Create(ctx, "", f);
+      BasicBlock* call = BasicBlock::Create(ctx, "", f);
+      BasicBlock* done = BasicBlock::Create(ctx, "", f);
+      IRBuilder<> b(head);
+      b.CreateCondBr(b.CreateIsNotNull(callee_fn), call, done);
+      b.SetInsertPoint(call);
+      b.CreateCall(callee, {begin, end});
+      b.CreateBr(done);
+      b.SetInsertPoint(done);
+      b.CreateRetVoid();
+      return f;
+    };
+    appendToGlobalCtors(M, make("lb_pass_register_guards", "lb_pass_guards_ctor"), 65535);
+    appendToGlobalDtors(M, make("lb_pass_unregister_guards", "lb_pass_guards_dtor"), 65535);
   }
 
   // See the linking contract at the top of this file.

@@ -1,0 +1,76 @@
+// Per-function guards of code built by the clang pass (docs/pass.md,
+// "Shedding a function"): the runtime's way to stop recording the calls of one
+// function whose trace points are inlined into the program, where there is no
+// hook to consult a table.
+//
+// ABI with the pass (src/frontends/pass/lookback_pass.cc), fixed:
+//   - every guarded function F has a one-byte guard in its module, 0 recorded,
+//     nonzero shed. F's entry reads it (relaxed) once tracing is on for the
+//     thread, and the invocation's exits follow that decision;
+//   - each module has a table of PassGuardEntry in the section
+//     `lookback_guards`; a constructor of the module passes [begin, end) of
+//     its own table to lb_pass_register_guards, a destructor to
+//     lb_pass_unregister_guards (weak references: a program run without the
+//     runtime skips both).
+//
+// Who calls what:
+//   - lb_pass_register_guards / lb_pass_unregister_guards: any thread, from
+//     constructors and destructors of any module, before or after the runtime
+//     initialised (dlopen, dlclose, exit);
+//   - SetPassGuard: the runtime's control thread (thread-safe all the same:
+//     it takes the registry's lock, never on a traced thread's hot path);
+//   - SetShedQuery: the overhead budget, once it sheds anything.
+// The registry is never freed (destructors of late modules may still run
+// after the runtime's own).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace lookback::rt {
+
+// One entry of a module's `lookback_guards` table, as the pass emits it:
+// {i64 key, ptr guard}. The key is the function's address, the key its trace
+// points record.
+struct PassGuardEntry {
+  uint64_t fn;
+  uint8_t* guard;
+};
+static_assert(sizeof(PassGuardEntry) == 16, "the pass emits {i64, ptr}");
+
+// Sets the guard of every registered copy of function `fn` (a linkonce
+// function instrumented in several object files has one guard per copy, and
+// only the copy the linker kept runs: all are set), with a relaxed byte
+// store: invocations that begin afterwards are recorded (shed == false) or
+// not (shed == true); invocations already running keep their decision.
+// Returns false when no registered module has a guard for `fn`.
+bool SetPassGuard(uint64_t fn, bool shed);
+
+// Guards registered by modules currently loaded (copies counted).
+size_t PassGuardCount();
+
+// When set, a module registered afterwards (a dlopen'ed library) has each of
+// its guards set to is_shed(fn) before lb_pass_register_guards returns, so
+// it sheds what the process already sheds. is_shed runs on the registering
+// thread with the registry's lock held: it must not call SetPassGuard and
+// must not wait for a lock its caller may hold while calling SetPassGuard
+// (reading an immutable snapshot of the shed set is the intended shape).
+// nullptr unsets it.
+void SetShedQuery(bool (*is_shed)(uint64_t fn));
+
+}  // namespace lookback::rt
+
+extern "C" {
+// Called by the constructor the pass adds to every module with guards.
+// [begin, end) is that module's table of PassGuardEntry.
+void lb_pass_register_guards(const void* begin, const void* end)
+    __attribute__((visibility("default"), no_instrument_function));
+// Called by the module's destructor: the table and its guards are about to be
+// unmapped (dlclose) or the process is exiting.
+void lb_pass_unregister_guards(const void* begin, const void* end)
+    __attribute__((visibility("default"), no_instrument_function));
+// For tests only (tests/integration/pass_test.cc): SetPassGuard(fn, shed != 0)
+// from a program thread. Returns 1 when a guard was set, 0 when none is
+// registered for `fn`. Not part of the public API.
+int lb_debug_shed(uint64_t fn, int shed) __attribute__((visibility("default"), no_instrument_function));
+}

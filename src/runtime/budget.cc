@@ -4,12 +4,14 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
 
 #include "format/format.h"
 #include "runtime/exclude.h"
+#include "runtime/pass_guards.h"
 #include "runtime/runtime.h"
 
 namespace lookback::rt {
@@ -160,15 +162,44 @@ double TicksPerNs() {
   return ns > 0 ? static_cast<double>(now.tsc - s.tsc) / ns : 1.0;
 }
 
-void Publish(Budget& b) {
+// What is shed now, for modules registering guards later (SetShedQuery):
+// an immutable snapshot, since the query runs under the guard registry's
+// lock, which Publish takes (through SetPassGuard) while holding b.mutex.
+// Snapshots are never freed (a query may be reading one); one is made per
+// change of the shed set, which backs off (BringBack) and is bounded by
+// kBudgetMaxShed.
+std::atomic<const std::vector<uint64_t>*> g_shed_snapshot{nullptr};
+
+bool IsShedNow(uint64_t fn) {
+  const std::vector<uint64_t>* s = g_shed_snapshot.load(std::memory_order_acquire);
+  return s != nullptr && std::binary_search(s->begin(), s->end(), fn);
+}
+
+// Sends the shed set where trace points look: the filter table (hooks,
+// lb_enter) and the clang pass's guards, set for what was added and cleared
+// for what came back since `before`. Caller holds b.mutex.
+void Publish(const Budget& b, const std::vector<uint64_t>& before) {
   SetShedFilter(b.shed);
+  g_shed_snapshot.store(new std::vector<uint64_t>(b.shed), std::memory_order_release);
+  SetShedQuery(&IsShedNow);
+  for (uint64_t k : b.shed) {
+    if (!std::binary_search(before.begin(), before.end(), k)) SetPassGuard(k, true);
+  }
+  for (uint64_t k : before) {
+    if (!std::binary_search(b.shed.begin(), b.shed.end(), k)) SetPassGuard(k, false);
+  }
 }
 
 // Sheds the functions of `r` that cost most until the thread's estimate
 // would fit in two thirds of the budget: each record of a shed function
-// saves a recorded trace point's cost less a filtered one's. `excess_ns` is
+// saves a recorded trace point's cost, less what its call then costs anyway
+// (a hook call, for a function without a clang-pass guard). `excess_ns` is
 // what the thread spent over that target per second of its CPU time.
-// Caller holds b.mutex.
+//
+// The shares come from a sample of the ring, so one tick sheds only the
+// functions that stand out: those with at least a quarter of the top one's
+// share, or 1 % of the records. What else is needed shows at the next
+// judgement, measured with those gone. Caller holds b.mutex.
 void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double least_ns, uint64_t tp_per_s,
               uint64_t now_ns, double ticks_per_ns) {
   std::unordered_map<uint64_t, KeyCount> counts;
@@ -183,28 +214,31 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double l
   for (const auto& [key, c] : counts) {
     if (!std::binary_search(b.shed.begin(), b.shed.end(), key)) order.push_back({key, c});
   }
+  if (order.empty()) return;
   auto mean_ticks = [](const KeyCount& c) { return c.timed ? c.ticks / c.timed : ~uint64_t{0}; };
   std::sort(order.begin(), order.end(), [&](const Candidate& a, const Candidate& z) {
     if (a.c.records != z.c.records) return a.c.records > z.c.records;
     if (mean_ticks(a.c) != mean_ticks(z.c)) return mean_ticks(a.c) < mean_ticks(z.c);
     return a.key < z.key;
   });
-  const double saving_ns = std::max(b.cost.recorded_ns - b.cost.filtered_ns, b.cost.recorded_ns / 10);
+  const double top_share = static_cast<double>(order[0].c.records) / static_cast<double>(counted);
+  const double stands_out = std::min(top_share / 4, 0.01);
   double saved = 0;
   std::vector<uint64_t> added;
   for (const Candidate& cand : order) {
     if (saved >= excess_ns || b.shed.size() + added.size() >= kBudgetMaxShed) break;
     const double share = static_cast<double>(cand.c.records) / static_cast<double>(counted);
+    const double rate = share * static_cast<double>(tp_per_s);  // its records per CPU second
     // A function whose records cost under a twentieth of the budget is
     // worth more as information than it costs (and the candidates are in
     // falling order: none after it costs more).
-    if (share * static_cast<double>(tp_per_s) * b.cost.recorded_ns < least_ns) break;
-    saved += share * static_cast<double>(tp_per_s) * saving_ns;
+    if (share < stands_out || rate * b.cost.recorded_ns < least_ns) break;
+    saved += rate * (b.cost.recorded_ns - (HasPassGuard(cand.key) ? 0 : b.cost.filtered_ns));
     added.push_back(cand.key);
     ShedFunction f;
     f.key = cand.key;
     f.at_ns = now_ns;
-    f.calls_per_s = static_cast<uint64_t>(share * static_cast<double>(tp_per_s) / 2);
+    f.calls_per_s = static_cast<uint64_t>(rate / 2);
     f.mean_ns = cand.c.timed ? static_cast<uint64_t>(static_cast<double>(cand.c.ticks) / cand.c.timed / ticks_per_ns) : 0;
     f.tid = tid;
     b.history.push_back(f);
@@ -251,6 +285,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
   {
     std::lock_guard<std::mutex> control(ControlMutex());  // rings stay mapped while we read them
     std::lock_guard<std::mutex> lock(b.mutex);
+    const std::vector<uint64_t> before = b.shed;
     Runtime& rt = R();
     for (uint32_t i = 0; i < rt.registry_size; ++i) {
       const Ring* r = rt.registry[i].load(std::memory_order_acquire);
@@ -320,7 +355,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
       BringBack(b, now_ns);
       changed = true;
     }
-    if (changed) Publish(b);
+    if (changed) Publish(b, before);
   }
   return now_ns + kBudgetTickNs;
 }

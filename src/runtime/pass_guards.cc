@@ -66,10 +66,9 @@ __attribute__((no_instrument_function)) void StoreGuard(uint8_t* guard, bool she
 
 }  // namespace
 
-bool SetPassGuard(uint64_t fn, bool shed) {
-  Untraced untraced;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  Registry& reg = Locked();
+// The first index entry of `fn` (or the end), the index rebuilt if modules
+// came or went. Caller holds g_mutex.
+std::vector<PassGuardEntry>::iterator FindLocked(Registry& reg, uint64_t fn) {
   if (reg.dirty) {
     reg.index.clear();
     reg.index.reserve(reg.count);
@@ -78,14 +77,28 @@ bool SetPassGuard(uint64_t fn, bool shed) {
               [](const PassGuardEntry& a, const PassGuardEntry& b) { return a.fn < b.fn; });
     reg.dirty = false;
   }
-  auto it = std::lower_bound(reg.index.begin(), reg.index.end(), fn,
-                             [](const PassGuardEntry& e, uint64_t k) { return e.fn < k; });
+  return std::lower_bound(reg.index.begin(), reg.index.end(), fn,
+                          [](const PassGuardEntry& e, uint64_t k) { return e.fn < k; });
+}
+
+bool SetPassGuard(uint64_t fn, bool shed) {
+  Untraced untraced;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Registry& reg = Locked();
   bool found = false;
-  for (; it != reg.index.end() && it->fn == fn; ++it) {
+  for (auto it = FindLocked(reg, fn); it != reg.index.end() && it->fn == fn; ++it) {
     StoreGuard(it->guard, shed);
     found = true;
   }
   return found;
+}
+
+bool HasPassGuard(uint64_t fn) {
+  Untraced untraced;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Registry& reg = Locked();
+  auto it = FindLocked(reg, fn);
+  return it != reg.index.end() && it->fn == fn;
 }
 
 size_t PassGuardCount() {

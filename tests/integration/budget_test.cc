@@ -21,13 +21,14 @@ struct Recorded {
   format::Dump dump;
 };
 
-Recorded Record(const std::string& test, const std::vector<std::string>& flags, const std::vector<std::string>& args) {
+Recorded Record(const std::string& test, const std::vector<std::string>& flags, const std::vector<std::string>& args,
+                const std::string& program = "budget") {
   Recorded r;
   r.dir = FreshDir(test);
   std::vector<std::string> argv = {Cli(), "record", "--dir", r.dir + "/dumps"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back("--");
-  argv.push_back(Program("budget"));
+  argv.push_back(Program(program));
   argv.insert(argv.end(), args.begin(), args.end());
   r.run = RunProgram(argv, {}, r.dir);
   const std::vector<std::string> dumps = Dumps(r.dir + "/dumps");
@@ -47,8 +48,16 @@ uint64_t KeyNamed(const format::Dump& d, const std::map<uint32_t, std::vector<TE
   return 0;
 }
 
-TEST(Budget, TheHottestFunctionIsShedAndTheDumpSaysWhenWhyAndByWhichThread) {
-  Recorded r = Record("budget_sheds", {}, {"hot", "1.0", "truth.txt"});
+// The program built with the compiler hooks (shed through the filter table)
+// and with the clang pass (shed through each function's guard).
+class Budget : public ::testing::TestWithParam<const char*> {
+ protected:
+  static bool Skip() { return std::string(GetParam()) == "budget-pass" && std::string(LOOKBACK_PASS_PLUGIN).empty(); }
+};
+
+TEST_P(Budget, TheHottestFunctionIsShedAndTheDumpSaysWhenWhyAndByWhichThread) {
+  if (Skip()) GTEST_SKIP() << "no clang pass in this build";
+  Recorded r = Record("budget_sheds", {}, {"hot", "1.0", "truth.txt"}, GetParam());
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   const format::BudgetInfo& b = r.dump.budget;
   EXPECT_EQ(b.percent, "3%");  // the default
@@ -74,11 +83,12 @@ TEST(Budget, TheHottestFunctionIsShedAndTheDumpSaysWhenWhyAndByWhichThread) {
   EXPECT_NE(info.out.find("leaf  since "), std::string::npos) << info.out;
 }
 
-TEST(Budget, TheDecodedCallsAreTheGroundTruthWithTheShedFunctionsCallsRemoved) {
+TEST_P(Budget, TheDecodedCallsAreTheGroundTruthWithTheShedFunctionsCallsRemoved) {
+  if (Skip()) GTEST_SKIP() << "no clang pass in this build";
   // A ring small enough to be filled after the shed (1024 records), and for
   // the program's own log of its newest calls to hold as many calls of the
   // functions not shed (one call in 21, or in 1021 once mid is shed too).
-  Recorded r = Record("budget_fidelity", {"--buffer-size", "8K"}, {"hot", "1.0", "truth.txt"});
+  Recorded r = Record("budget_fidelity", {"--buffer-size", "8K"}, {"hot", "1.0", "truth.txt"}, GetParam());
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   const auto truth = GroundTruth(r.dir + "/truth.txt");
   ASSERT_EQ(truth.size(), 1u);
@@ -109,15 +119,17 @@ TEST(Budget, TheDecodedCallsAreTheGroundTruthWithTheShedFunctionsCallsRemoved) {
   for (const TEvent& e : truth.begin()->second) {
     if (!shed.count(e.key)) expected.push_back(e);
   }
-  ASSERT_GE(expected.size(), got.size()) << "the ground truth keeps more calls than a ring";
+  ASSERT_GE(expected.size(), got.size()) << "the ground truth keeps more calls than a ring\n"
+                                         << RunProgram({Cli(), "info", Dumps(r.dir + "/dumps")[0]}).out;
   const std::vector<TEvent> newest(expected.end() - static_cast<std::ptrdiff_t>(got.size()), expected.end());
   EXPECT_TRUE(newest == got) << "decoded " << got.size() << " events differ from the ground truth's newest";
   // And no call of a shed function in the window.
   for (const TEvent& e : got) ASSERT_FALSE(shed.count(e.key));
 }
 
-TEST(Budget, OffRecordsEveryCall) {
-  Recorded r = Record("budget_off", {"--budget", "off"}, {"hot", "0.5", "truth.txt"});
+TEST_P(Budget, OffRecordsEveryCall) {
+  if (Skip()) GTEST_SKIP() << "no clang pass in this build";
+  Recorded r = Record("budget_off", {"--budget", "off"}, {"hot", "0.5", "truth.txt"}, GetParam());
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   EXPECT_EQ(r.dump.budget.percent, "off");
   EXPECT_TRUE(r.dump.budget.shed.empty());
@@ -131,8 +143,9 @@ TEST(Budget, OffRecordsEveryCall) {
   EXPECT_NE(KeyNamed(r.dump, events, "leaf"), 0u);
 }
 
-TEST(Budget, AShedFunctionComesBackWhenTheProgramCalmsDownAndIsRecordedAgain) {
-  Recorded r = Record("budget_returns", {}, {"phases", "0.6"});
+TEST_P(Budget, AShedFunctionComesBackWhenTheProgramCalmsDownAndIsRecordedAgain) {
+  if (Skip()) GTEST_SKIP() << "no clang pass in this build";
+  Recorded r = Record("budget_returns", {}, {"phases", "0.6"}, GetParam());
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   const format::BudgetInfo& b = r.dump.budget;
   ASSERT_FALSE(b.shed.empty()) << r.run.err;
@@ -156,7 +169,12 @@ TEST(Budget, AShedFunctionComesBackWhenTheProgramCalmsDownAndIsRecordedAgain) {
   EXPECT_GT(after, 0u);
 }
 
-TEST(Budget, ABadBudgetIsAUsageErrorThatSaysWhatIsAccepted) {
+INSTANTIATE_TEST_SUITE_P(FrontEnds, Budget, ::testing::Values("budget", "budget-pass"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param) == "budget" ? std::string("hooks") : std::string("pass");
+                         });
+
+TEST(BudgetFlags, ABadBudgetIsAUsageErrorThatSaysWhatIsAccepted) {
   const std::string dir = FreshDir("budget_bad");
   for (const char* bad : {"lots", "0.05", "75%", "3.333"}) {
     RunResult r = RunProgram({Cli(), "record", "--dir", dir, "--budget", bad, "--", Program("budget"), "hot", "0"}, {}, dir);

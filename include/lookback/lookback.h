@@ -30,6 +30,19 @@ void lb_exit(uint64_t key) LOOKBACK_API;
 /* Give a non-native key a name for dumps (e.g. "void com.example.A.run()"). */
 int lb_set_key_name(uint64_t key, const char* name) LOOKBACK_API;
 
+/* The overhead budget (LOOKBACK_BUDGET, docs/performance.md): the keys of the
+ * functions it sheds now, calls of which lb_enter/lb_exit no longer record.
+ * Copies at most `max` of them, sorted, into `out` and returns how many are
+ * shed (which may be more than `max`). */
+size_t lb_shed_keys(uint64_t* out, size_t max) LOOKBACK_API;
+
+/* Called on lookback's control thread after the shed set changed. It must
+ * return quickly and may call lb_shed_keys. A front-end that can stop calling
+ * lb_enter/lb_exit for a shed key saves what the filter still costs each call
+ * (the JVM agent retransforms the method's class without its probes). NULL
+ * unsets it. */
+void lb_set_shed_listener(void (*listener)(void)) LOOKBACK_API;
+
 /* Ask lookback's control thread to write a dump of every ring now. Returns at
  * once: 0 if the request was queued, -1 if lookback is not running or 16
  * requests are already waiting. */

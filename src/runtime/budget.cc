@@ -10,11 +10,15 @@
 #include <unordered_map>
 
 #include "format/format.h"
+#include "lookback/lookback.h"
 #include "runtime/exclude.h"
 #include "runtime/pass_guards.h"
 #include "runtime/runtime.h"
 
 namespace lookback::rt {
+
+std::atomic<void (*)()> g_shed_listener{nullptr};  // lb_set_shed_listener
+
 namespace {
 
 // A JVM probe's call from compiled Java code into lb_enter: what it adds to
@@ -357,6 +361,8 @@ uint64_t BudgetTick(uint64_t now_ns) {
     }
     if (changed) Publish(b, before);
   }
+  // Outside b.mutex: the listener may ask for the keys.
+  if (void (*listener)() = g_shed_listener.load(std::memory_order_acquire); changed && listener != nullptr) listener();
   return now_ns + kBudgetTickNs;
 }
 
@@ -397,3 +403,17 @@ std::vector<std::pair<std::string, std::string>> BudgetMetadata() {
 }
 
 }  // namespace lookback::rt
+
+extern "C" {
+
+size_t lb_shed_keys(uint64_t* out, size_t max) {
+  const std::vector<uint64_t> keys = lookback::rt::ShedKeys();
+  for (size_t i = 0; i < keys.size() && i < max && out != nullptr; ++i) out[i] = keys[i];
+  return keys.size();
+}
+
+void lb_set_shed_listener(void (*listener)(void)) {
+  lookback::rt::g_shed_listener.store(listener, std::memory_order_release);
+}
+
+}  // extern "C"

@@ -4,6 +4,7 @@
 // CPU time. Nothing here depends on timing: the program runs for a given
 // CPU time, and what the budget did is read from the dump itself.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
@@ -182,6 +183,45 @@ TEST(BudgetFlags, ABadBudgetIsAUsageErrorThatSaysWhatIsAccepted) {
     EXPECT_NE(r.err.find("--budget"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("percentage from 0.1 to 50"), std::string::npos) << r.err;
   }
+}
+
+// A JVM's probes (lb_enter/lb_exit through JNI) shed through the filter
+// table: the hot method is named in the dump and none of its calls is
+// recorded after it was shed. Not under the sanitizers (jvm_test.cc says why).
+TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  const std::string dir = FreshDir("budget_jvm");
+  RunResult run = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--jvm-include", "HotLoop.*", "--",
+                              LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "1.5"},
+                             {}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << run.err;
+  const format::Dump d = MustOpen(dumps[0]);
+  symbolize::Symbolizer sym(d);
+  const format::ShedInfo* step = nullptr;
+  for (const format::ShedInfo& f : d.budget.shed) {
+    if (sym.Name(f.key) == "int HotLoop.step(int)") step = &f;
+    EXPECT_NE(sym.Name(f.key), "void HotLoop.main(java.lang.String[])");
+  }
+  ASSERT_NE(step, nullptr) << RunProgram({Cli(), "info", dumps[0]}).out;
+  EXPECT_GT(step->calls_per_s, 100000u);
+  // No entry of step() recorded after the shed (1 ms of slack: the filter
+  // table is published right after the decision is timed), and work() goes on.
+  const model::ClockModel clock(d.clock);
+  size_t late_steps = 0, late_works = 0;
+  for (const auto& t : d.threads) {
+    model::DecodeThread(d, t, [&](const model::Event& e) {
+      if (e.kind != model::EventKind::kEnter || clock.MonotonicNs(e.tsc) < static_cast<int64_t>(step->at_ns) + 1000000) return;
+      late_steps += e.key == step->key;
+      late_works += sym.Name(e.key) == "long HotLoop.work(int)";
+    });
+  }
+  EXPECT_EQ(late_steps, 0u);
+  EXPECT_GT(late_works, 0u);
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ for ((r = 1; r <= rounds; r++)); do
   done
   echo "round $r/$rounds done" >&2
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+median() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 base=$(echo "${wall[plain]}" | median)
 echo
 echo "| mode | wall, s (median of $rounds) | vs plain | budget's estimate, busiest thread | its ring holds, s | peak RSS, MiB | trace points/s | exit dump, MiB |"
@@ -92,8 +92,8 @@ for m in "${modes[@]}"; do
   k=$(echo "${rss[$m]}" | median)
   n=$(echo "${recs[$m]}" | median)
   b=$(echo "${bytes[$m]}" | median)
-  e=$(echo "${est[$m]}" | tr ' ' '\n' | grep -v '^-*$' | median)
-  s=$(echo "${spans[$m]}" | tr ' ' '\n' | grep -v '^-*$' | median)
+  e=$(echo "${est[$m]}" | tr ' ' '\n' | { grep -v '^-*$' || true; } | median)
+  s=$(echo "${spans[$m]}" | tr ' ' '\n' | { grep -v '^-*$' || true; } | median)
   awk -v m="$m" -v w="$w" -v base="$base" -v k="$k" -v n="$n" -v b="$b" -v e="${e:--}" -v s="${s:--}" 'BEGIN {
     tps = "-"; mib = "-"
     if (n > 0) tps = sprintf("%.1f M", n / w / 1e6)

@@ -4,7 +4,7 @@
 #
 #   bench/compare.sh [--rounds N] [--programs sqlite,lua] [--no-listing1]
 #                    [--no-uftrace] [--quick] [--jobs N] [--raw DIR]
-#                    [--build DIR] [--work DIR] [--rebuild]
+#                    [--build DIR] [--work DIR] [--rebuild] [--build-only]
 #
 # 1. Builds the Listing 1 benchmark and the drivers (cmake target
 #    listing1_bench in --build, default /tmp/bench-build) and runs
@@ -20,7 +20,9 @@
 #    -finstrument-functions-after-inlining): uninstrumented, the instrumented
 #    object linked with nothing (glibc's no-op hooks), liblookback.so or the
 #    floor hook, -pg (gprof and uftrace), -fxray-instrument (clang), and the
-#    lookback clang pass (-fpass-plugin, linked with liblookback.so).
+#    lookback clang pass (-fpass-plugin, linked with liblookback.so), into
+#    --work/bin/<program>_<compiler>_<variant> (--build-only stops here:
+#    bench/budget_native.sh runs them its own way).
 # 4. Runs them with compare_driver, interleaved rounds, and prints tables of
 #    medians: wall time, trace points, ns per trace point, lookback's added time
 #    over the floor hook's (goal <= 1.2), bytes written.
@@ -42,8 +44,9 @@ quick=0
 njobs=2
 raw=""
 rebuild=0
+build_only=0
 
-usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
@@ -56,6 +59,7 @@ while [[ $# -gt 0 ]]; do
     --build) build=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --rebuild) rebuild=1; shift ;;
+    --build-only) build_only=1; listing1=0; shift ;;
     -h|--help) usage ;;
     *) echo "compare.sh: unknown option $1" >&2; usage ;;
   esac
@@ -335,6 +339,7 @@ for p in "${progs[@]}"; do
   esac
 done
 log "builds ready ($(($(date +%s) - t_build)) s)"
+[[ $build_only == 1 ]] && exit 0
 
 # ---- 5. run ------------------------------------------------------------------------------------
 echo "## Real programs"

@@ -22,12 +22,12 @@ std::atomic<void (*)()> g_shed_listener{nullptr};  // lb_set_shed_listener
 namespace {
 
 // A JVM probe's call from compiled Java code into lb_enter: what it adds to
-// lb_enter's own cost, which MeasureTracePointNs measures (docs/jvm.md: the
-// Java Listing 1 against the native hooks on the same machine, JDK 17 with
-// critical natives). JDKs without critical natives pay a JNI transition
-// more (about 14 ns), which this leaves out: the estimate is then low, never
-// high, and the measured overhead in docs/performance.md says by how much.
-constexpr double kJvmProbeCallNs = 4.5;
+// lb_enter's own cost, which MeasureTracePoint measures. Hubble's Listing 1
+// in Java costs 9.8 ns per trace point where the native floor hook costs
+// 9.2 on the same machine, with or without critical natives
+// (docs/performance.md, "The JVM"): the call from Java adds about what a
+// native hook call costs, so a little more than nothing.
+constexpr double kJvmProbeCallNs = 1.0;
 
 struct ThreadState {
   const Ring* ring = nullptr;

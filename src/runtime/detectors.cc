@@ -103,6 +103,10 @@ struct ThreadState {
   int stall_watch = -1;
   uint64_t stall_pos = ~uint64_t{0};
   bool stall_seen = false;  // this quiet period was judged already
+  // Calls the filter dropped (shed or excluded functions, Ring::filtered):
+  // a thread making them is not stalled, though it writes no trace point.
+  uint64_t stall_filtered = 0;
+  uint64_t filtered_seen_tsc = 0;  // when stall_filtered last moved
   uint64_t fired_scope[kMaxWatchedScopes] = {};
   // slow-call scanner
   bool scanning = false;
@@ -254,6 +258,11 @@ void CheckStall(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
     st.stall_pos = pos;
     st.stall_seen = false;
   }
+  if (const uint64_t filtered = __atomic_load_n(&r.filtered, __ATOMIC_RELAXED); filtered != st.stall_filtered) {
+    st.stall_filtered = filtered;
+    st.filtered_seen_tsc = now_tsc;
+    st.stall_seen = false;
+  }
   if (st.stall_seen || pos == 0) return;
   // The last event's time: its low TSC bits with the ring's current epoch,
   // or the one an EPOCH between it and the end replaced.
@@ -271,6 +280,7 @@ void CheckStall(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
       epoch = format::EpochValue(rec) - delta;
     }
   }
+  last = std::max(last, st.filtered_seen_tsc);
   if (last == 0 || last > now_tsc) return;
   const uint64_t quiet_ns = ToNs(d, now_tsc - last);
   uint64_t smallest = ~uint64_t{0};

@@ -154,3 +154,51 @@ TEST(Reader, OpenReportsMissingFiles) {
 
 }  // namespace
 }  // namespace lookback::testing
+
+TEST(ReaderBudget, ParsesTheBudgetsMetadataAndNamesABadLine) {
+  namespace md = lookback::format::metadata;
+  lookback::format::BudgetInfo b;
+  std::map<std::string, std::string> m = {
+      {md::kBudget, "2.5%"},
+      {md::kBudgetCostPs, "10500 1800"},
+      {md::kBudgetThreads, "101 250 3000000 0\n102 9000 60000000 40000000\n"},
+      {md::kBudgetShed, "55aa7be9a440 1000 0 39891044 11 101\n80000000000001 2000 5000 797618 0 102\n"},
+  };
+  ASSERT_FALSE(lookback::format::ParseBudgetMetadata(m, &b).has_value());
+  EXPECT_EQ(b.percent, "2.5%");
+  EXPECT_EQ(b.cost_ps, 10500u);
+  EXPECT_EQ(b.filtered_cost_ps, 1800u);
+  ASSERT_EQ(b.threads.size(), 2u);
+  EXPECT_EQ(b.threads[1].estimate_bp, 9000u);
+  EXPECT_EQ(b.threads[1].filtered_per_s, 40000000u);
+  ASSERT_EQ(b.shed.size(), 2u);
+  EXPECT_EQ(b.shed[0].key, 0x55aa7be9a440u);
+  EXPECT_EQ(b.shed[0].until_ns, 0u);
+  EXPECT_EQ(b.shed[1].key, 0x80000000000001u);
+  EXPECT_EQ(b.shed[1].mean_ns, 0u);
+  EXPECT_TRUE(b.ShedAt(0x55aa7be9a440u, 1000));
+  EXPECT_FALSE(b.ShedAt(0x55aa7be9a440u, 999));
+  EXPECT_TRUE(b.ShedAt(0x80000000000001u, 4999));
+  EXPECT_FALSE(b.ShedAt(0x80000000000001u, 5000));  // back by then
+
+  // Dumps of runtimes without a budget: off, nothing shed.
+  lookback::format::BudgetInfo none;
+  EXPECT_FALSE(lookback::format::ParseBudgetMetadata({}, &none).has_value());
+  EXPECT_EQ(none.percent, "off");
+  EXPECT_TRUE(none.shed.empty());
+
+  for (const char* bad : {"55aa 1000 0 1 1",           // a field short
+                          "55aa 1000 0 1 1 7 8",       // one too many
+                          "xyz 1000 0 1 1 7",          // not hex
+                          "55aa 1000 999 1 1 7",       // back before it was shed
+                          "ffffffffffffff00 1 0 1 1 7",  // a key of 2^56 or more
+                          "55aa -1 0 1 1 7"}) {
+    lookback::format::BudgetInfo out;
+    auto err = lookback::format::ParseBudgetMetadata({{md::kBudgetShed, bad}}, &out);
+    ASSERT_TRUE(err.has_value()) << bad;
+    EXPECT_NE(err->message.find("budget.shed has a bad line"), std::string::npos) << err->message;
+  }
+  lookback::format::BudgetInfo out;
+  EXPECT_TRUE(lookback::format::ParseBudgetMetadata({{md::kBudgetCostPs, "ten"}}, &out).has_value());
+  EXPECT_TRUE(lookback::format::ParseBudgetMetadata({{md::kBudgetThreads, "1 2"}}, &out).has_value());
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The overhead budget on real native programs (issue 23, docs/performance.md
+# "The overhead budget"): SQLite's speedtest1 and the lua interpreter from
+# Debian's sources, built by bench/compare.sh --build-only, run long enough
+# for the budget to act (a few seconds each), in one interleaved run:
+#   plain            uninstrumented (clang -O2)
+#   pass, budget     the clang pass (inlined trace points, per-function guards), default budget
+#   pass, off        the same with LOOKBACK_BUDGET=off (every call recorded)
+#   hooks, budget    gcc -finstrument-functions with liblookback.so, default budget
+#   hooks, off       the same, every call recorded
+# Prints, per program and variant, the median wall time and its ratio to
+# plain, and from the exit dump the budget's own estimate and the time the
+# busiest thread's ring holds.
+#   bench/budget_native.sh [ROUNDS]   (env: BUILD=/tmp/bench-build WORK=/tmp/lookback-compare
+#                                      SQLITE_SIZE=60 LUA_REPEATS=60)
+set -euo pipefail
+src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rounds=${1:-5}
+build=${BUILD:-/tmp/bench-build}
+work=${WORK:-/tmp/lookback-compare}
+sqlite_size=${SQLITE_SIZE:-60}
+lua_repeats=${LUA_REPEATS:-60}
+nice -n 10 "$src/bench/compare.sh" --build-only --programs sqlite,lua --build "$build" --work "$work" >&2
+# shellcheck source=bench/busiest_thread.sh
+source "$src/bench/busiest_thread.sh"
+"$src/bench/machine_header.sh" "$build"
+lb="$build/lookback"
+[[ -x "$lb" ]] || cmake --build "$build" --target lookback >&2
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+variants=("plain" "pass,budget" "pass,off" "hooks,budget" "hooks,off")
+binary() {  # program variant
+  case $2 in
+    plain) echo "$work/bin/$1_clang_plain" ;;
+    pass,*) echo "$work/bin/$1_clang_pass" ;;
+    hooks,*) echo "$work/bin/$1_gcc_lookback" ;;
+  esac
+}
+args() {
+  case $1 in
+    sqlite) echo "--memdb --size $sqlite_size" ;;
+    lua) echo "$src/bench/compare/bench.lua $lua_repeats" ;;
+  esac
+}
+declare -A wall est span
+for ((r = 1; r <= rounds; r++)); do
+  for p in sqlite lua; do
+    for v in "${variants[@]}"; do
+      dir="$out/$p-$v-$r"
+      budget=3
+      [[ $v == *,off ]] && budget=off
+      # shellcheck disable=SC2046
+      /usr/bin/time -f "%e" -o "$out/t" env LOOKBACK_DIR="$dir" LOOKBACK_DUMP_AT_EXIT=1 LOOKBACK_BUDGET="$budget" \
+        LOOKBACK_QUIET=1 "$(binary "$p" "$v")" $(args "$p") >/dev/null
+      wall[$p/$v]+="$(cat "$out/t") "
+      e=- s=-
+      if [[ $v != plain ]]; then
+        dump=$(ls "$dir"/*.lbk | head -n 1)
+        read -r e s < <(bench_busiest_thread "$lb" "$dump")
+        rm -rf "$dir"
+      fi
+      est[$p/$v]+="$e " span[$p/$v]+="$s "
+      echo "round $r $p $v: $(cat "$out/t") s, estimate $e, ring span $s s" >&2
+    done
+  done
+done
+median() { tr ' ' '\n' | { grep -v '^-*$' || true; } | sort -g | awk '{ a[NR] = $1 } END { print NR ? a[int((NR + 1) / 2)] : "-" }'; }
+echo
+echo "| program | variant | wall, s (median of $rounds) | vs plain | budget's estimate, busiest thread | its ring holds, s |"
+echo "|---|---|---:|---:|---:|---:|"
+for p in sqlite lua; do
+  base=$(echo "${wall[$p/plain]}" | median)
+  for v in "${variants[@]}"; do
+    w=$(echo "${wall[$p/$v]}" | median)
+    awk -v p="$p" -v v="$v" -v w="$w" -v b="$base" -v e="$(echo "${est[$p/$v]}" | median)" \
+      -v s="$(echo "${span[$p/$v]}" | median)" 'BEGIN { printf "| %s | %s | %.2f | %.3fx | %s | %s |\n", p, v, w, w / b, e, s }'
+  done
+done

@@ -128,9 +128,9 @@ void PrintBudget(const format::Dump& d, symbolize::Symbolizer& sym) {
     // What the shed functions' hook calls cost alone: no shedding lowers it.
     const double floor = static_cast<double>(t.filtered_per_s) * static_cast<double>(b.filtered_cost_ps) / 1e12;
     if (floor * 10000 >= budget_bp * 2 / 3 && budget_bp != 0) {
-      fmt::print("                  the compiler hooks' calls of shed functions alone cost about {:.0f}% of this thread's CPU "
-                 "time: build with the clang pass (a shed function's guard costs a byte load) or exclude them at build "
-                 "time (docs/performance.md, \"The overhead budget\")\n",
+      fmt::print("                  calls of shed functions still cost about {:.0f}% of this thread's CPU time: each "
+                 "still calls the compiler hook (or a JVM probe, until its class is retransformed); built with the "
+                 "clang pass, a shed function costs a byte load (docs/performance.md, \"The overhead budget\")\n",
                  floor * 100);
     }
   }

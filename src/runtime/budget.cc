@@ -194,11 +194,9 @@ void Publish(const Budget& b, const std::vector<uint64_t>& before) {
   }
 }
 
-// Sheds the functions of `r` that cost most until the thread's estimate
-// would fit in two thirds of the budget: each record of a shed function
-// saves a recorded trace point's cost, less what its call then costs anyway
-// (a hook call, for a function without a clang-pass guard). `excess_ns` is
-// what the thread spent over that target per second of its CPU time.
+// Sheds the functions of `r` that cost most until what the thread records
+// would fit in two thirds of the budget. `excess_ns` is what its records
+// cost over that target per second of its CPU time.
 //
 // The shares come from a sample of the ring, so one tick sheds only the
 // functions that stand out: those with at least a quarter of the top one's
@@ -237,7 +235,7 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double l
     // worth more as information than it costs (and the candidates are in
     // falling order: none after it costs more).
     if (share < stands_out || rate * b.cost.recorded_ns < least_ns) break;
-    saved += rate * (b.cost.recorded_ns - (HasPassGuard(cand.key) ? 0 : b.cost.filtered_ns));
+    saved += rate * b.cost.recorded_ns;
     added.push_back(cand.key);
     ShedFunction f;
     f.key = cand.key;
@@ -328,15 +326,17 @@ uint64_t BudgetTick(uint64_t now_ns) {
       st.tp_per_s = tp_per_s;
       st.judged = true;
       worst = std::max(worst, estimate);
-      // The calls of shed functions through the compiler hooks cost their
-      // hook call whatever is shed: past the budget on their own, shedding
-      // more would only lose information (info says so; the clang pass's
-      // guard costs nothing of the kind).
-      const double filtered_share = static_cast<double>(dfiltered) * b.cost.filtered_ns / own;
-      if (estimate > budget && filtered_share < budget * 2 / 3) {
+      // Shedding works on what the thread records: the calls of functions
+      // already shed still cost their hook call (or JNI call) whatever is
+      // shed next, so shedding more to pay for them would only lose
+      // information (info reports them; the clang pass's guard and the JVM
+      // agent's retransform remove them). Hence the recorded part alone is
+      // held to the target, two thirds of the budget.
+      const double recorded = static_cast<double>(dpos) * b.cost.recorded_ns / own;
+      if (estimate > budget && recorded > budget * 2 / 3) {
         const size_t before = b.shed.size();
-        // Over the target (two thirds of the budget), in ns per second of the thread's own work.
-        const double excess_ns = (estimate - budget * 2 / 3) * own * per_cpu_s;
+        // Over the target, in ns per second of the thread's CPU time.
+        const double excess_ns = (recorded - budget * 2 / 3) * own * per_cpu_s;
         ShedFrom(b, *r, r->tid, excess_ns, budget / 20 * 1e9, tp_per_s, now_ns, ticks_per_ns);
         changed = changed || b.shed.size() != before;
       }

@@ -93,14 +93,6 @@ bool SetPassGuard(uint64_t fn, bool shed) {
   return found;
 }
 
-bool HasPassGuard(uint64_t fn) {
-  Untraced untraced;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  Registry& reg = Locked();
-  auto it = FindLocked(reg, fn);
-  return it != reg.index.end() && it->fn == fn;
-}
-
 size_t PassGuardCount() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_registry == nullptr ? 0 : g_registry->count;

@@ -46,10 +46,6 @@ static_assert(sizeof(PassGuardEntry) == 16, "the pass emits {i64, ptr}");
 // Returns false when no registered module has a guard for `fn`.
 bool SetPassGuard(uint64_t fn, bool shed);
 
-// Whether a registered module has a guard for `fn` (then shedding it costs
-// its calls a byte load, not a hook call).
-bool HasPassGuard(uint64_t fn);
-
 // Guards registered by modules currently loaded (copies counted).
 size_t PassGuardCount();
 

@@ -115,9 +115,9 @@ std::string JsonFrames(const std::vector<analyses::ChainFrame>& frames, int64_t 
   return out + "]";
 }
 
-std::string Json(const ChainsOptions& o, const analyses::ChainsResult& r) {
-  std::string out = fmt::format("{{\n  \"dump\": {},\n  \"rank\": {},\n  \"origin_ns\": {},\n  \"threads\": [",
-                                JsonString(o.path), JsonString(o.rank), r.origin_ns);
+std::string Json(const ChainsOptions& o, const analyses::ChainsResult& r, const std::string& shed) {
+  std::string out = fmt::format("{{\n  \"dump\": {},\n  \"rank\": {},\n  \"origin_ns\": {},\n  \"shed\": {},\n  \"threads\": [",
+                                JsonString(o.path), JsonString(o.rank), r.origin_ns, shed);
   for (size_t i = 0; i < r.threads.size(); ++i) {
     const auto& t = r.threads[i];
     out += fmt::format("{}\n    {{\"tid\": {}, \"name\": {},\n     \"chains\": [", i ? "," : "", t.tid,
@@ -142,6 +142,7 @@ int Run(const ChainsOptions& o) {
   OpenedDump od;
   if (int rc = od.Open(o.path, o.symbols, o.thread, o.window); rc != kExitOk) return rc;
   analyses::ChainsBuilder builder(co);
+  const std::string shed_json = ShedJson(od.dump(), od.symbols()), shed_footer = ShedFooter(od.dump(), od.symbols());
   const model::WalkOptions& wo = od.Walking("finding chains");
   model::WalkResult res = model::Walk(od.dump(), od.symbols(), wo, builder);
   od.Done();
@@ -149,8 +150,9 @@ int Run(const ChainsOptions& o) {
   analyses::ChainsResult r = builder.Take();
   // Frames still running at the end were cut by the dump unless --window ended first.
   const bool at_dump = !wo.window_end_ns || *wo.window_end_ns >= r.dump_ns;
-  std::string text = o.format == "json" ? Json(o, r) : Text(o, r, at_dump);
+  std::string text = o.format == "json" ? Json(o, r, shed_json) : Text(o, r, at_dump);
   if (r.threads.empty() && o.format == "text") text = "no call in the selected threads and window\n";
+  if (o.format == "text" && !shed_footer.empty()) text += "\n" + shed_footer;
   fwrite(text.data(), 1, text.size(), stdout);
   return kExitOk;
 }

@@ -29,22 +29,8 @@ struct ReportOptions : DumpSelection {
 
 double Share(int64_t part, int64_t whole) { return whole > 0 ? static_cast<double>(part) / whole : 0.0; }
 
-// The functions the overhead budget shed (runtime/budget.h): not in the
-// rows while shed, their time in their callers' self time.
-struct Shed {
-  std::string name;
-  const format::ShedInfo* info;
-  std::string budget;  // the dump's setting, "3%"
-};
-
-std::vector<Shed> ShedOf(OpenedDump& od) {
-  std::vector<Shed> out;
-  for (const format::ShedInfo& f : od.dump().budget.shed) out.push_back({od.symbols().Name(f.key), &f, od.dump().budget.percent});
-  return out;
-}
-
 std::string Json(const ReportOptions& o, const analyses::Report& r, const std::vector<analyses::FunctionStats>& rows,
-                 const std::vector<Shed>& shed) {
+                 const std::string& shed) {
   std::string out = "{\n";
   out += fmt::format("  \"dump\": {},\n  \"sort\": {},\n", JsonString(o.path), JsonString(o.sort));
   out += fmt::format("  \"threads\": {},\n  \"calls\": {},\n  \"functions_total\": {},\n", r.threads, r.calls,
@@ -55,14 +41,7 @@ std::string Json(const ReportOptions& o, const analyses::Report& r, const std::v
       "  \"repairs\": {{\"start_cut\": {}, \"open\": {}, \"unwound\": {}, \"unmatched_exits\": {}, "
       "\"lost_records\": {}}},\n",
       r.repairs.start_cut, r.repairs.open, r.repairs.unwound, r.repairs.unmatched_exits, r.repairs.lost_records);
-  out += "  \"shed\": [";
-  for (size_t i = 0; i < shed.size(); ++i) {
-    const format::ShedInfo& f = *shed[i].info;
-    out += fmt::format("{}{{\"name\": {}, \"shed_ns\": {}, \"until_ns\": {}, \"calls_per_s\": {}, \"mean_ns\": {}, \"tid\": {}}}",
-                       i ? ", " : "", JsonString(shed[i].name), f.at_ns, f.until_ns ? std::to_string(f.until_ns) : "null",
-                       f.calls_per_s, f.mean_ns ? std::to_string(f.mean_ns) : "null", f.tid);
-  }
-  out += "],\n";
+  out += "  \"shed\": " + shed + ",\n";
   out += "  \"functions\": [";
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& f = rows[i];
@@ -97,7 +76,7 @@ std::string Csv(const ReportOptions& o, const analyses::Report& r, const std::ve
 }
 
 std::string TableText(const ReportOptions& o, const analyses::Report& r,
-                      const std::vector<analyses::FunctionStats>& rows, analyses::SortKey key, const std::vector<Shed>& shed) {
+                      const std::vector<analyses::FunctionStats>& rows, analyses::SortKey key, const std::string& shed) {
   const Style style = Style::For(stdout);
   using K = analyses::SortKey;
   const char* by = key == K::kSelf        ? "self time"
@@ -162,14 +141,7 @@ std::string TableText(const ReportOptions& o, const analyses::Report& r,
   } else {
     out += style.Paint("\n  No frame clipped or repaired: every call was traced whole.\n", Style::kDim);
   }
-  if (!shed.empty()) {
-    std::string names;
-    for (size_t i = 0; i < shed.size() && i < 8; ++i) names += (i ? ", " : "") + shed[i].name;
-    if (shed.size() > 8) names += fmt::format(" and {} more", shed.size() - 8);
-    out += fmt::format("  {} function{} shed by the overhead budget ({}): {}. Their calls are missing while shed and\n"
-                       "  their time is in their callers' self time (lookback info lists when; --budget off records all).\n",
-                       shed.size(), shed.size() == 1 ? " was" : "s were", shed[0].budget, names);
-  }
+  out += shed;
   if (uncertain)
     out += "  Functions marked ~ were traced with the fast clock and their inclusive time may be off by more than 1 %:\n"
            "  the timestamps of their calls are bounds wider than that (lookback info shows the dump's bounds).\n";
@@ -186,7 +158,7 @@ int Run(const ReportOptions& o) {
   OpenedDump od;
   if (int rc = od.Open(o.path, o.symbols, o.thread, o.window); rc != kExitOk) return rc;
   analyses::Report report;
-  const std::vector<Shed> shed = ShedOf(od);
+  const std::string shed_json = ShedJson(od.dump(), od.symbols()), shed_footer = ShedFooter(od.dump(), od.symbols());
   std::string err = analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reporting"),
                                          analyses::ReportOptions{o.per_thread}, &report);
   od.Done();
@@ -196,9 +168,9 @@ int Run(const ReportOptions& o) {
   analyses::SortFunctions(&rows, key);
   const int top = o.top >= 0 ? o.top : (o.format == "table" ? kDefaultTableRows : -1);
   if (top >= 0 && rows.size() > static_cast<size_t>(top)) rows.resize(static_cast<size_t>(top));
-  std::string text = o.format == "json"  ? Json(o, report, rows, shed)
+  std::string text = o.format == "json"  ? Json(o, report, rows, shed_json)
                      : o.format == "csv" ? Csv(o, report, rows)
-                                         : TableText(o, report, rows, key, shed);
+                                         : TableText(o, report, rows, key, shed_footer);
   fwrite(text.data(), 1, text.size(), stdout);
   return kExitOk;
 }

@@ -1,6 +1,7 @@
 #include "cli/opened_dump.h"
 
 #include "cli/commands.h"
+#include "cli/table.h"
 
 namespace lookback::cli {
 
@@ -62,6 +63,29 @@ void OpenedDump::Done() {
   progress_.reset();
   walk_.progress = nullptr;
   walk_.progress_ctx = nullptr;
+}
+
+std::string ShedFooter(const format::Dump& dump, symbolize::Symbolizer& symbols) {
+  const std::vector<format::ShedInfo>& shed = dump.budget.shed;
+  if (shed.empty()) return "";
+  std::string names;
+  for (size_t i = 0; i < shed.size() && i < 8; ++i) names += (i ? ", " : "") + symbols.Name(shed[i].key);
+  if (shed.size() > 8) names += fmt::format(" and {} more", shed.size() - 8);
+  return fmt::format("  {} function{} shed by the overhead budget ({}): {}. Their calls are missing while shed and\n"
+                     "  their time is in their callers' self time (lookback info lists when; --budget off records all).\n",
+                     shed.size(), shed.size() == 1 ? " was" : "s were", dump.budget.percent, names);
+}
+
+std::string ShedJson(const format::Dump& dump, symbolize::Symbolizer& symbols) {
+  std::string out = "[";
+  for (size_t i = 0; i < dump.budget.shed.size(); ++i) {
+    const format::ShedInfo& f = dump.budget.shed[i];
+    out += fmt::format("{}{{\"name\": {}, \"shed_ns\": {}, \"until_ns\": {}, \"calls_per_s\": {}, \"mean_ns\": {}, \"tid\": {}}}",
+                       i ? ", " : "", JsonString(symbols.Name(f.key)), f.at_ns,
+                       f.until_ns ? std::to_string(f.until_ns) : "null", f.calls_per_s,
+                       f.mean_ns ? std::to_string(f.mean_ns) : "null", f.tid);
+  }
+  return out + "]";
 }
 
 }  // namespace lookback::cli

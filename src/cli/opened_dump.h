@@ -58,4 +58,10 @@ class OpenedDump {
   std::unique_ptr<Progress> progress_;
 };
 
+// The functions the overhead budget shed (runtime/budget.h), for the
+// analyses that print calls: a footer saying which (empty when none), and a
+// JSON array of them.
+std::string ShedFooter(const format::Dump& dump, symbolize::Symbolizer& symbols);
+std::string ShedJson(const format::Dump& dump, symbolize::Symbolizer& symbols);
+
 }  // namespace lookback::cli

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "harness.h"
+#include "sqlite_db.h"
 #include "model/clock_model.h"
 #include "symbolize/symbolizer.h"
 
@@ -82,6 +83,20 @@ TEST_P(Budget, TheHottestFunctionIsShedAndTheDumpSaysWhenWhyAndByWhichThread) {
   RunResult info = RunProgram({Cli(), "info", Dumps(r.dir + "/dumps")[0]});
   EXPECT_NE(info.out.find("budget        3% of each thread's CPU time"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("leaf  since "), std::string::npos) << info.out;
+  // So do report and chains, and sql has the table.
+  RunResult report = RunProgram({Cli(), "report", Dumps(r.dir + "/dumps")[0]});
+  EXPECT_NE(report.out.find("shed by the overhead budget (3%): leaf"), std::string::npos) << report.out;
+  RunResult json = RunProgram({Cli(), "report", "--format", "json", Dumps(r.dir + "/dumps")[0]});
+  EXPECT_NE(json.out.find("\"shed\": [{\"name\": \"leaf\""), std::string::npos) << json.out;
+  RunResult chains = RunProgram({Cli(), "chains", Dumps(r.dir + "/dumps")[0]});
+  EXPECT_NE(chains.out.find("shed by the overhead budget (3%): leaf"), std::string::npos) << chains.out;
+  RunResult sql = RunProgram({Cli(), "sql", Dumps(r.dir + "/dumps")[0], "-o", r.dir + "/calls.db"});
+  ASSERT_EQ(sql.exit_code, 0) << sql.err;
+  Db db(r.dir + "/calls.db");
+  const Rows rows = db.Query(
+      "SELECT f.name, s.tid, s.until_ns IS NULL FROM shed s JOIN functions f USING (dump_id, function_id) "
+      "ORDER BY s.shed_ns, f.name LIMIT 1");
+  EXPECT_EQ(rows, (Rows{{"leaf", std::to_string(tid), "1"}}));
 }
 
 TEST_P(Budget, TheDecodedCallsAreTheGroundTruthWithTheShedFunctionsCallsRemoved) {

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/record_options.h"
+#include "format/reader.h"
 #include "runtime/config.h"
 
 namespace lookback::cli {
@@ -168,7 +169,15 @@ int Run(const RecordOptions& o) {
   for (const auto& n : after) {
     if (before.count(n)) continue;
     written.push_back(n);
-    if (!o.quiet) fprintf(stderr, "lookback: dump written: %s/%s\n", dir.c_str(), n.c_str());
+    if (o.quiet) continue;
+    // What the overhead budget left out, where the user will look first.
+    std::string shed;
+    if (auto d = format::Dump::Open(dir + "/" + n); d.ok() && !d.value().budget.shed.empty()) {
+      const size_t k = d.value().budget.shed.size();
+      shed = " (the overhead budget, " + d.value().budget.percent + ", shed " + std::to_string(k) + " function" +
+             (k == 1 ? "" : "s") + ": `lookback info` names them; --budget off records every call)";
+    }
+    fprintf(stderr, "lookback: dump written: %s/%s%s\n", dir.c_str(), n.c_str(), shed.c_str());
   }
   std::vector<JvmEvent> jvms = events_path.empty() ? std::vector<JvmEvent>{} : ReadJvmEvents(events_path);
   if (!events_path.empty()) unlink(events_path.c_str());

@@ -198,10 +198,10 @@ void Publish(const Budget& b, const std::vector<uint64_t>& before) {
 // would fit in two thirds of the budget. `excess_ns` is what its records
 // cost over that target per second of its CPU time.
 //
-// The shares come from a sample of the ring, so one tick sheds only the
-// functions that stand out: those with at least a quarter of the top one's
-// share, or 1 % of the records. What else is needed shows at the next
-// judgement, measured with those gone. Caller holds b.mutex.
+// The shares come from a sample of the ring: a function with fewer than
+// kBudgetMinSampleRecords records in it is not judged by this sample (its
+// share is noise); if more must go, the next judgement, measured with the
+// others gone, sees it better. Caller holds b.mutex.
 void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double least_ns, uint64_t tp_per_s,
               uint64_t now_ns, double ticks_per_ns) {
   std::unordered_map<uint64_t, KeyCount> counts;
@@ -223,8 +223,6 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double l
     if (mean_ticks(a.c) != mean_ticks(z.c)) return mean_ticks(a.c) < mean_ticks(z.c);
     return a.key < z.key;
   });
-  const double top_share = static_cast<double>(order[0].c.records) / static_cast<double>(counted);
-  const double stands_out = std::min(top_share / 4, 0.01);
   double saved = 0;
   std::vector<uint64_t> added;
   for (const Candidate& cand : order) {
@@ -234,7 +232,7 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double l
     // A function whose records cost under a twentieth of the budget is
     // worth more as information than it costs (and the candidates are in
     // falling order: none after it costs more).
-    if (share < stands_out || rate * b.cost.recorded_ns < least_ns) break;
+    if (cand.c.records < kBudgetMinSampleRecords || rate * b.cost.recorded_ns < least_ns) break;
     saved += rate * b.cost.recorded_ns;
     added.push_back(cand.key);
     ShedFunction f;
@@ -331,12 +329,15 @@ uint64_t BudgetTick(uint64_t now_ns) {
       // shed next, so shedding more to pay for them would only lose
       // information (info reports them; the clang pass's guard and the JVM
       // agent's retransform remove them). Hence the recorded part alone is
-      // held to the target, two thirds of the budget.
-      const double recorded = static_cast<double>(dpos) * b.cost.recorded_ns / own;
+      // held to the target, two thirds of the budget, as a share of the
+      // thread's whole CPU time: where the calibrated costs add up to more
+      // than that time (a tight loop prices calls higher than code around
+      // them pays), a share of "own work" would blow up the smallest.
+      const double recorded = static_cast<double>(dpos) * b.cost.recorded_ns / static_cast<double>(dcpu);
       if (estimate > budget && recorded > budget * 2 / 3) {
         const size_t before = b.shed.size();
         // Over the target, in ns per second of the thread's CPU time.
-        const double excess_ns = (recorded - budget * 2 / 3) * own * per_cpu_s;
+        const double excess_ns = (recorded - budget * 2 / 3) * 1e9;
         ShedFrom(b, *r, r->tid, excess_ns, budget / 20 * 1e9, tp_per_s, now_ns, ticks_per_ns);
         changed = changed || b.shed.size() != before;
       }

@@ -39,10 +39,13 @@
 
 namespace lookback::rt {
 
-inline constexpr uint64_t kBudgetTickNs = 200'000'000;
+inline constexpr uint64_t kBudgetTickNs = 100'000'000;
 // A thread is judged once it has used this much CPU since it was last judged:
 // less says too little about its rate (a short program is never shed).
 inline constexpr uint64_t kBudgetMinCpuNs = 100'000'000;
+// A function is shed on a sample's word only with at least this many
+// records in it: its share is then known within about a fifth.
+inline constexpr uint64_t kBudgetMinSampleRecords = 32;
 inline constexpr uint64_t kBudgetScanRecords = 1u << 16;
 inline constexpr uint64_t kBudgetCalmNs = 3'000'000'000;
 inline constexpr size_t kBudgetMaxShed = 4096;

@@ -43,6 +43,9 @@ struct ThreadState {
   bool judged = false;       // estimate_bp and the rates are set
 };
 
+// BringBack marks what comes back with this until the publication's time is known.
+constexpr uint64_t kUntilPending = ~uint64_t{0};
+
 struct Budget {
   std::mutex mutex;  // guards everything below: the control thread writes, dumps read
   bool measured = false;
@@ -77,15 +80,15 @@ struct KeyCount {
 
 // Counts the ring's latest records per function, and measures the calls
 // whose entry and exit both carry a time (EVENTs). Keys come from the base
-// slots as the window announces them; before a slot's first FN_BASE in the
-// window, from the slot's current base if the window never changes it.
-// The owner keeps writing meanwhile: the copy is of relaxed loads, and
-// whatever it may have overwritten is dropped before counting.
+// slots as the window's FN_BASE records announce them (a sync re-announces
+// every slot at least every SyncInterval records, well inside the window);
+// EVENTs before a slot's first announcement are skipped. The owner keeps
+// writing meanwhile: the copy is of relaxed loads, and whatever it may have
+// overwritten is dropped before counting. (Ring::base is the owner's alone:
+// reading it here would race with its plain stores.)
 uint64_t CountRecent(const Ring& r, std::unordered_map<uint64_t, KeyCount>* out) {
   const uint64_t end = __atomic_load_n(&r.pos, __ATOMIC_ACQUIRE);
   const uint64_t n = std::min<uint64_t>({end, kBudgetScanRecords, r.capacity / 2});
-  uint32_t slot_base[format::kBaseSlots];
-  for (unsigned s = 0; s < format::kBaseSlots; ++s) slot_base[s] = __atomic_load_n(&r.base[s], __ATOMIC_RELAXED);
   std::vector<uint64_t> rec(n);
   for (uint64_t i = 0; i < n; ++i) rec[i] = __atomic_load_n(&r.slots[(end - n + i) & r.mask], __ATOMIC_RELAXED);
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -94,18 +97,8 @@ uint64_t CountRecent(const Ring& r, std::unordered_map<uint64_t, KeyCount>* out)
   const uint64_t safe_from = now + format::kMaxSlotsPerPublish > r.capacity ? now + format::kMaxSlotsPerPublish - r.capacity : 0;
   const uint64_t skip = safe_from > end - n ? std::min(n, safe_from - (end - n)) : 0;
 
-  bool known[format::kBaseSlots];
-  uint64_t base[format::kBaseSlots];
-  for (unsigned s = 0; s < format::kBaseSlots; ++s) {
-    known[s] = slot_base[s] != kNoBase;
-    base[s] = slot_base[s];
-  }
-  for (uint64_t i = skip; i < n; ++i) {
-    const uint64_t x = rec[i];
-    if (!format::IsEvent(x) && format::ControlKindOf(x) == static_cast<uint8_t>(format::ControlKind::kFnBase)) {
-      known[format::FnBaseSlot(x)] = false;  // the slot changes in the window: unknown before it
-    }
-  }
+  bool known[format::kBaseSlots] = {};
+  uint64_t base[format::kBaseSlots] = {};
   struct Open {
     uint64_t key;
     uint64_t tsc_low;
@@ -251,9 +244,9 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double l
 // function costs now cannot be known while it is not recorded. One that is
 // still hot is shed again at the next judgement of its thread. Caller holds
 // b.mutex.
-void BringBack(Budget& b, uint64_t now_ns) {
+void BringBack(Budget& b) {
   for (ShedFunction& f : b.history) {
-    if (f.until_ns == 0) f.until_ns = now_ns;
+    if (f.until_ns == 0) f.until_ns = kUntilPending;
   }
   b.shed.clear();
   ++b.returns;
@@ -286,6 +279,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
     std::lock_guard<std::mutex> control(ControlMutex());  // rings stay mapped while we read them
     std::lock_guard<std::mutex> lock(b.mutex);
     const std::vector<uint64_t> before = b.shed;
+    const size_t history_before = b.history.size();
     Runtime& rt = R();
     for (uint32_t i = 0; i < rt.registry_size; ++i) {
       const Ring* r = rt.registry[i].load(std::memory_order_acquire);
@@ -357,10 +351,22 @@ uint64_t BudgetTick(uint64_t now_ns) {
     }
     const uint64_t calm_needed = kBudgetCalmNs << std::min<uint32_t>(b.returns, 5);
     if (b.calm_since_ns != 0 && now_ns - b.calm_since_ns >= calm_needed && !b.shed.empty()) {
-      BringBack(b, now_ns);
+      BringBack(b);
       changed = true;
     }
-    if (changed) Publish(b, before);
+    if (changed) {
+      // The times in the history are when the trace points saw the change:
+      // a function comes back no later than its until_ns (taken before the
+      // publication) and is shed from its at_ns on (taken after it), so a
+      // reader may trust that nothing of it lies in between.
+      const uint64_t before_ns = MonotonicNs();
+      Publish(b, before);
+      const uint64_t after_ns = MonotonicNs();
+      for (size_t i = history_before; i < b.history.size(); ++i) b.history[i].at_ns = after_ns;
+      for (ShedFunction& f : b.history) {
+        if (f.until_ns == kUntilPending) f.until_ns = before_ns;
+      }
+    }
   }
   // Outside b.mutex: the listener may ask for the keys.
   if (void (*listener)() = g_shed_listener.load(std::memory_order_acquire); changed && listener != nullptr) listener();

@@ -50,9 +50,6 @@ void SetShedFilter(const std::vector<uint64_t>& keys) __attribute__((no_instrume
 // program's shed function takes it. Other threads meanwhile pay a lookup.
 void SetCalibrationKey(uint64_t key) __attribute__((no_instrument_function));
 
-// A call the table dropped, on the calling thread's ring (owner only).
-LOOKBACK_EXCLUDE_HOT void CountFiltered(Ring* r) { __atomic_store_n(&r->filtered, r->filtered + 1, __ATOMIC_RELAXED); }
-
 // Resolves LOOKBACK_EXCLUDE against the loaded modules and publishes the
 // table (an empty match publishes nothing). Not on any trace-point path.
 void RefreshExcludes() __attribute__((no_instrument_function));

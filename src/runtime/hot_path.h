@@ -3,9 +3,9 @@
 // ABI shared by every front-end (the compiler hooks, the clang pass, which
 // inlines this code into programs, and the JVM agent through lb_enter/lb_exit):
 // the initial-exec thread-local `lb_tls_ring`, the first cache line of `Ring`
-// and the fields the fast path reads beyond it (on_cpu, sparse_ticks,
-// dense_sync, last_tsc, event_tags). Change any and you change the ABI: bump
-// ring_abi.h.
+// and the fields the fast path reads or writes beyond it (on_cpu,
+// sparse_ticks, dense_sync, last_tsc, event_tags, filtered). Change any and
+// you change the ABI: bump ring_abi.h.
 //
 // Thread-local state machine (lb_tls_ring):
 //   a sentinel         thread not seen yet: the first trace point takes the
@@ -126,9 +126,11 @@ struct alignas(64) Ring {
   // Immutable; a sentinel's are zero (it never gets this far).
   EventTags event_tags = MakeEventTags();
   // ---- cold metadata, see runtime.cc ----
-  // Calls the filter table dropped (excluded or shed functions, exclude.h):
-  // they still cost a hook call each, which the overhead budget counts
-  // (budget.h). Owner writes (relaxed), the control thread reads.
+  // Calls of shed or excluded functions that were not recorded: each filter
+  // table hit of the hooks and lb_enter/lb_exit (exclude.h) and, counted
+  // twice (its entry and exit), each call the clang pass's guard skipped.
+  // They still cost something, which the overhead budget counts
+  // (budget.h). Owner writes (CountFiltered), the control thread reads.
   uint64_t filtered = 0;
   uint64_t capacity = 0;
   uint64_t map_bytes = 0;  // size of the mapping holding header and slots
@@ -173,7 +175,7 @@ enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
 extern "C" {
 // The calling thread's ring (see the state machine above).
-// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi4 (LOOKBACK_RING_TLS_SYMBOL).
+// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi5 (LOOKBACK_RING_TLS_SYMBOL).
 extern __thread lookback::rt::Ring* lb_tls_ring __asm__(LOOKBACK_RING_TLS_SYMBOL)
     __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).
@@ -197,6 +199,12 @@ int lb_pass_record_slow(uint32_t abi, lookback::rt::Ring* r, bool exit, uint64_t
 namespace lookback::rt {
 
 LOOKBACK_HOT bool IsSentinel(const Ring* r) { return r != nullptr && r->slots == nullptr; }
+
+// `n` calls of shed or excluded functions not recorded, on the calling
+// thread's ring (owner only: a relaxed store, a plain add on x86-64).
+LOOKBACK_HOT void CountFiltered(Ring* r, uint64_t n = 1) {
+  __atomic_store_n(&r->filtered, __atomic_load_n(&r->filtered, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
 
 LOOKBACK_HOT uint64_t LoadRelaxed(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 

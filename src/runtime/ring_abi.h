@@ -17,9 +17,10 @@
 // existed, symbol `lb_tls_ring`; 2: format version 4, four base slots; 3:
 // clock mode and last reading in cache line 0, on_cpu at the start of line 1;
 // 4: base slots 16-byte aligned for one SSE2 compare, EVENT tags looked up in
-// the Ring, the slow path's arguments reordered.)
+// the Ring, the slow path's arguments reordered; 5: Ring::filtered, which the
+// clang pass's inlined code increments for a call of a shed function.)
 #ifndef LOOKBACK_RING_ABI
-#define LOOKBACK_RING_ABI 4
+#define LOOKBACK_RING_ABI 5
 #endif
 
 #define LOOKBACK_RING_ABI_STR2(x) #x

@@ -63,7 +63,10 @@ LOOKBACK_PASS_HOOK void lb_pass_exit_check(uint64_t key) {
 LOOKBACK_PASS_HOOK bool lb_pass_enter_guarded(uint64_t key, const uint8_t* guard) {
   Ring* r = lb_tls_ring;
   if (__builtin_expect(r == nullptr, 0)) return true;
-  if (__builtin_expect(__atomic_load_n(guard, __ATOMIC_RELAXED) != 0, 0)) return false;
+  if (__builtin_expect(__atomic_load_n(guard, __ATOMIC_RELAXED) != 0, 0)) {
+    lookback::rt::CountFiltered(r, 2);  // its entry and exit: the budget prices them (budget.h)
+    return false;
+  }
   lookback::rt::RecordNow(r, false, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
   return true;
 }
@@ -77,7 +80,10 @@ LOOKBACK_PASS_HOOK void lb_pass_exit_guarded(uint64_t key, bool recorded) {
 LOOKBACK_PASS_HOOK bool lb_pass_enter_check_guarded(uint64_t key, const uint8_t* guard) {
   Ring* r = lb_tls_ring;
   if (__builtin_expect(r != nullptr, 0)) {
-    if (__atomic_load_n(guard, __ATOMIC_RELAXED) != 0) return false;
+    if (__atomic_load_n(guard, __ATOMIC_RELAXED) != 0) {
+      lookback::rt::CountFiltered(r, 2);  // its entry and exit: the budget prices them (budget.h)
+      return false;
+    }
     lb_pass_enter_on(r, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
   }
   return true;

@@ -4,13 +4,18 @@
 // CPU time. Nothing here depends on timing: the program runs for a given
 // CPU time, and what the budget did is read from the dump itself.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <set>
 
 #include "harness.h"
 #include "model/clock_model.h"
+#include "model/walk.h"
 #include "symbolize/symbolizer.h"
 
 namespace lookback::testing {
@@ -222,6 +227,202 @@ TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
   }
   EXPECT_EQ(late_steps, 0u);
   EXPECT_GT(late_works, 0u);
+}
+
+
+// What HotLoop prints for `calls` calls of work(n): each returns the same
+// sum over x < n of step(x) = x^0 + x^1 + x^2.
+std::string HotLoopOutput(long calls, int n) {
+  long per_call = 0;
+  for (int x = 0; x < n; ++x) per_call += (x ^ 0) + (x ^ 1) + (x ^ 2);
+  return "work " + std::to_string(calls) + " sum " + std::to_string(calls * per_call) + "\n";
+}
+
+// A program started in the background under `lookback record`, whose stdout
+// the test reads; told to stop by a file, killed if the test fails first.
+struct BackgroundJvm {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+  std::string stop;
+  int status = -1;
+  ~BackgroundJvm() {
+    if (pid > 0 && status == -1) {
+      std::ofstream(stop) << "stop";
+      for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+      if (waitpid(pid, &status, WNOHANG) == 0) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    }
+    if (out) fclose(out);
+  }
+};
+
+void StartBackground(const std::vector<std::string>& argv, const std::string& stop, BackgroundJvm* b) {
+  b->stop = stop;
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  b->pid = fork();
+  if (b->pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  b->out = fdopen(fds[0], "r");
+}
+
+// The keys a dump names `name` (a Java method gets a new key each time its
+// class is rewritten), in the order the agent assigned them.
+std::vector<uint64_t> KeysNamed(const format::Dump& d, const std::string& name) {
+  std::vector<uint64_t> keys;
+  for (const auto& [key, n] : d.names) {
+    if (n == name) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+// Per thread: the entries of each key, which key encloses each entry, and
+// the walk's repairs.
+class NestingSink : public model::TraceSink {
+ public:
+  std::string Begin(const model::ExportContext&) override { return ""; }
+  void BeginThread(const format::ThreadInfo&) override { stack_.clear(); }
+  void Enter(uint64_t key, int64_t, uint32_t, uint8_t) override {
+    ++entries[key];
+    if (!stack_.empty()) ++children[{stack_.back(), key}];
+    stack_.push_back(key);
+  }
+  void Exit(uint64_t, int64_t, uint32_t, uint8_t) override {
+    if (!stack_.empty()) stack_.pop_back();
+  }
+  void EndThread(const model::ThreadSummary& s) override { repairs += s.unwound + s.unmatched_exits; }
+  std::string End() override { return ""; }
+
+  std::map<uint64_t, uint64_t> entries;
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> children;  // (parent key, child key) -> entries
+  uint64_t repairs = 0;
+
+ private:
+  std::vector<uint64_t> stack_;
+};
+
+// Beyond the filter: the agent retransforms the hot method's class without
+// its probes, so its calls no longer even reach the recorder. The dump shows
+// it by itself: HotLoop was rewritten again (work() has a second key) and
+// that rewrite gave step() no key at all, the `jvm` note counts the class,
+// work()'s calls under its new key are recorded with no step() below them,
+// and the nesting needed no repair beyond one per time step() was shed (a
+// step() frame entered just before the filter took it loses its exit).
+// The JVM computes on correctly. The test waits for what it checks by
+// dumping the running JVM (`lookback dump`), never for a length of time.
+TEST(BudgetJvm, AShedMethodLosesItsProbesAndItsCallerStaysExact) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  const std::string dir = FreshDir("budget_jvm_unprobed");
+  BackgroundJvm bg;
+  StartBackground({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "HotLoop.*", "--",
+                   LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "until", dir},
+                  dir + "/stop", &bg);
+  ASSERT_GT(bg.pid, 0);
+  int pid = 0;
+  ASSERT_EQ(fscanf(bg.out, "ready %d", &pid), 1);
+  // Dump the JVM until a dump shows work() called under a key of a later
+  // rewrite of HotLoop (the retransform happened, and the program ran on).
+  bool retransformed = false;
+  std::string last_note;
+  for (int i = 0; i < 600 && !retransformed; ++i) {  // at most about two minutes
+    usleep(200000);
+    const RunResult r = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "poll"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const std::string& path : Dumps(dir + "/dumps")) {
+      const format::Dump d = MustOpen(path);
+      if (d.process.reason != "poll") continue;
+      const std::vector<uint64_t> works = KeysNamed(d, "long HotLoop.work(int)");
+      for (const auto& [tid, events] : DumpEvents(d)) {
+        for (const TEvent& e : events) retransformed |= !e.exit && works.size() > 1 && e.key != works[0];
+      }
+      if (auto it = d.metadata.find("note.jvm"); it != d.metadata.end()) last_note = it->second;
+      unlink(path.c_str());
+    }
+  }
+  std::ofstream(dir + "/stop") << "stop";
+  char rest[256] = {};
+  const size_t n = fread(rest, 1, sizeof rest - 1, bg.out);
+  waitpid(bg.pid, &bg.status, 0);
+  ASSERT_TRUE(retransformed) << "no dump showed work() under a rewritten HotLoop; jvm note: " << last_note;
+  ASSERT_TRUE(WIFEXITED(bg.status) && WEXITSTATUS(bg.status) == 0) << "the JVM ran on and exited normally";
+  const std::string out(rest, n);  // what followed "ready PID"
+  long calls = 0;
+  ASSERT_EQ(sscanf(out.c_str(), " work %ld", &calls), 1) << out;
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(out, "\n" + HotLoopOutput(calls, 10000)) << "the retransformed code computes what the original did";
+
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u);
+  const format::Dump d = MustOpen(dumps[0]);
+  EXPECT_EQ(d.process.reason, "exit");
+  symbolize::Symbolizer sym(d);
+  size_t step_sheds = 0;
+  for (const format::ShedInfo& f : d.budget.shed) step_sheds += sym.Name(f.key) == "int HotLoop.step(int)";
+  EXPECT_GE(step_sheds, 1u) << RunProgram({Cli(), "info", dumps[0]}).out;
+  // Every rewrite of HotLoop gives work() a key; those that left step()
+  // unprobed gave it none (rewrites that bring it back give both).
+  const std::vector<uint64_t> works = KeysNamed(d, "long HotLoop.work(int)");
+  const std::vector<uint64_t> steps = KeysNamed(d, "int HotLoop.step(int)");
+  ASSERT_FALSE(steps.empty());
+  EXPECT_GE(works.size(), steps.size() + 1);
+  const std::string note = d.metadata.count("note.jvm") ? d.metadata.at("note.jvm") : "";
+  const size_t at = note.find(" classes retransformed for it");
+  ASSERT_NE(at, std::string::npos) << note;
+  EXPECT_GE(std::stoul(note.substr(note.rfind(' ', at - 1) + 1)), 1u) << note;
+  EXPECT_NE(note.find("methods left unprobed because it shed them"), std::string::npos) << note;
+
+  NestingSink sink;
+  const model::WalkResult w = model::Walk(d, sym, model::WalkOptions{}, sink);
+  ASSERT_EQ(w.error, "");
+  EXPECT_LE(sink.repairs, step_sheds) << "nesting stays exact across the shed";
+  // work() under the keys of the rewrites without step(): its calls are
+  // recorded, and nothing is recorded below them.
+  uint64_t unprobed_works = 0;
+  for (uint64_t work : works) {
+    const bool with_step = std::find(steps.begin(), steps.end(), work - 1) != steps.end();  // assigned together
+    if (with_step || work == works[0]) continue;
+    unprobed_works += sink.entries[work];
+    for (uint64_t step : steps) EXPECT_EQ(sink.children[std::make_pair(work, step)], 0u);
+  }
+  EXPECT_GT(unprobed_works, 0u);
+}
+
+// With the budget off nothing is shed, so the agent retransforms nothing:
+// HotLoop is rewritten once (one key per method) and the note says nothing
+// of a budget.
+TEST(BudgetJvm, BudgetOffRetransformsNothing) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  const std::string dir = FreshDir("budget_jvm_off");
+  RunResult run = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--budget", "off", "--jvm-include", "HotLoop.*",
+                              "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "1.5"},
+                             {}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  long calls = 0;
+  ASSERT_EQ(sscanf(run.out.c_str(), "work %ld", &calls), 1) << run.out;
+  EXPECT_EQ(run.out, HotLoopOutput(calls, 1000));
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << run.err;
+  const format::Dump d = MustOpen(dumps[0]);
+  EXPECT_EQ(d.budget.percent, "off");
+  EXPECT_TRUE(d.budget.shed.empty());
+  EXPECT_EQ(KeysNamed(d, "long HotLoop.work(int)").size(), 1u);
+  EXPECT_EQ(KeysNamed(d, "int HotLoop.step(int)").size(), 1u);
+  ASSERT_TRUE(d.metadata.count("note.jvm"));
+  EXPECT_EQ(d.metadata.at("note.jvm").find("overhead budget"), std::string::npos) << d.metadata.at("note.jvm");
 }
 
 }  // namespace

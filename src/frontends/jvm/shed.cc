@@ -208,6 +208,8 @@ void Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
 }
 
 void JNICALL ShedThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
+  // Not a thread of the program: nothing it runs (Thread.exit at its end) is recorded.
+  g_runtime.thread_disable();
   Wakeup& w = Wake();
   uint64_t last_batch_ns = 0;
   std::unique_lock<std::mutex> lock(w.mutex);
@@ -259,7 +261,12 @@ bool IsShed(std::string_view class_name, std::string_view method_name, std::stri
 
 void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni) {
   static bool started = false;  // VMInit or the first attach; a later attach finds it running
-  if (started) return;
+  if (started) {
+    // Attached again after a detach, during which the shed thread changed
+    // nothing: it compares the shed set with what is unprobed again.
+    OnShedChanged();
+    return;
+  }
   if (g_runtime.shed_keys == nullptr || g_runtime.set_shed_listener == nullptr) return;  // an older runtime
   jclass thread_class = jni->FindClass("java/lang/Thread");
   jmethodID init = thread_class ? jni->GetMethodID(thread_class, "<init>", "(Ljava/lang/String;)V") : nullptr;

@@ -214,19 +214,28 @@ TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
   }
   ASSERT_NE(step, nullptr) << RunProgram({Cli(), "info", dumps[0]}).out;
   EXPECT_GT(step->calls_per_s, 100000u);
-  // No entry of step() recorded after the shed (1 ms of slack: the filter
-  // table is published right after the decision is timed), and work() goes on.
+  // step()'s entries stop after the shed while work() goes on. (Not "none
+  // after shed_ns + some slack": the filter table is published after the
+  // decision is timed, on a loaded machine more than a millisecond later.)
+  // While step() is recorded, every work() entry is followed by a thousand of
+  // its entries; so work() entered over and over after step()'s last entry
+  // means step() was no longer recorded.
   const model::ClockModel clock(d.clock);
-  size_t late_steps = 0, late_works = 0;
+  int64_t last_step_ns = 0;
+  size_t works_after = 0;
   for (const auto& t : d.threads) {
     model::DecodeThread(d, t, [&](const model::Event& e) {
-      if (e.kind != model::EventKind::kEnter || clock.MonotonicNs(e.tsc) < static_cast<int64_t>(step->at_ns) + 1000000) return;
-      late_steps += e.key == step->key;
-      late_works += sym.Name(e.key) == "long HotLoop.work(int)";
+      if (e.kind != model::EventKind::kEnter) return;
+      if (e.key == step->key) {
+        last_step_ns = clock.MonotonicNs(e.tsc);
+        works_after = 0;
+      } else if (sym.Name(e.key) == "long HotLoop.work(int)") {
+        ++works_after;
+      }
     });
   }
-  EXPECT_EQ(late_steps, 0u);
-  EXPECT_GT(late_works, 0u);
+  EXPECT_GT(works_after, 100u) << "step() last recorded " << (last_step_ns - static_cast<int64_t>(step->at_ns))
+                               << " ns after it was shed";
 }
 
 

@@ -238,7 +238,6 @@ TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
                                << " ns after it was shed";
 }
 
-
 // What HotLoop prints for `calls` calls of work(n): each returns the same
 // sum over x < n of step(x) = x^0 + x^1 + x^2.
 std::string HotLoopOutput(long calls, int n) {

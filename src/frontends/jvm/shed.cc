@@ -76,10 +76,10 @@ using Identity = uint64_t;
 // the agent assigned, plus each class name and method name+descriptor once.
 struct MethodTable {
   std::mutex mutex;
-  Interned classes;     // internal names, a/b/C
-  Interned signatures;  // name + descriptor, "step(I)I"
-  std::vector<Identity> by_id;             // method id -> its identity (0: not a traced method)
-  std::unordered_set<Identity> applied;    // unprobed now (the hook leaves them so)
+  Interned classes;                              // internal names, a/b/C
+  Interned signatures;                           // name + descriptor, "step(I)I"
+  std::vector<Identity> by_id;                   // method id -> its identity (0: not a traced method)
+  std::unordered_set<Identity> applied;          // unprobed now (the hook leaves them so)
   std::unordered_set<uint32_t> applied_classes;  // their classes
 };
 
@@ -220,7 +220,8 @@ void JNICALL ShedThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
     // wait for its end and then go together.
     const uint64_t now = MonotonicNs();
     if (last_batch_ns != 0 && now < last_batch_ns + kBatchIntervalNs) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(last_batch_ns + kBatchIntervalNs - now);
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::nanoseconds(last_batch_ns + kBatchIntervalNs - now);
       w.cv.wait_until(lock, until, [&] { return w.stop; });
       if (w.stop) return;
     }
@@ -274,14 +275,14 @@ void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni) {
   jobject thread = name ? jni->NewObject(thread_class, init, name) : nullptr;
   if (thread == nullptr) {
     jni->ExceptionClear();
-    Say("cannot create the budget's agent thread: shed Java methods keep their probes (the runtime still drops their calls)");
+    Say("cannot create the budget's agent thread: shed Java methods keep their probes (their calls are still dropped)");
     return;
   }
   g_shedding.store(true, std::memory_order_release);  // from now on the hook records its ids
   // A daemon (JVMTI agent threads are): it never keeps the JVM from exiting.
   if (jvmti->RunAgentThread(thread, &ShedThread, nullptr, JVMTI_THREAD_MIN_PRIORITY) != JVMTI_ERROR_NONE) {
     g_shedding.store(false, std::memory_order_release);
-    Say("cannot start the budget's agent thread: shed Java methods keep their probes (the runtime still drops their calls)");
+    Say("cannot start the budget's agent thread: shed Java methods keep their probes (their calls are still dropped)");
     return;
   }
   started = true;

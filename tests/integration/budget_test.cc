@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "harness.h"
@@ -300,21 +301,28 @@ class NestingSink : public model::TraceSink {
   void BeginThread(const format::ThreadInfo&) override { stack_.clear(); }
   void Enter(uint64_t key, int64_t, uint32_t, uint8_t) override {
     ++entries[key];
-    if (!stack_.empty()) ++children[{stack_.back(), key}];
-    stack_.push_back(key);
+    if (!stack_.empty()) stack_.back().child_keys.insert(key);
+    stack_.push_back({key, {}});
   }
-  void Exit(uint64_t, int64_t, uint32_t, uint8_t) override {
-    if (!stack_.empty()) stack_.pop_back();
+  void Exit(uint64_t, int64_t, uint32_t, uint8_t) override {  // the walk closes every frame, repaired or not
+    if (stack_.empty()) return;
+    for (uint64_t child : stack_.back().child_keys) ++frames_with_children[{stack_.back().key, child}];
+    stack_.pop_back();
   }
   void EndThread(const model::ThreadSummary& s) override { repairs += s.unwound + s.unmatched_exits; }
   std::string End() override { return ""; }
 
   std::map<uint64_t, uint64_t> entries;
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> children;  // (parent key, child key) -> entries
+  // (parent key, child key) -> frames of the parent with at least one call of the child
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> frames_with_children;
   uint64_t repairs = 0;
 
  private:
-  std::vector<uint64_t> stack_;
+  struct Frame {
+    uint64_t key;
+    std::set<uint64_t> child_keys;
+  };
+  std::vector<Frame> stack_;
 };
 
 // HotLoop's calls of work() recorded under the keys of rewrites of HotLoop
@@ -323,7 +331,15 @@ class NestingSink : public model::TraceSink {
 // ids, in classfile order, one rewrite after the other: a rewrite that probes
 // step() gives it the id just before work()'s; the first rewrite is the load.)
 struct HotLoopWalk {
-  uint64_t unprobed_work_calls = 0, steps_below_them = 0, repairs = 0;
+  // work()'s calls under rewrites without step()'s probes, and how many of
+  // those frames called a step() that was recorded: only a frame still
+  // running when the budget brought step() back can (a call goes to the
+  // method's newest version, the frame keeps its own code), so at most one per
+  // return of step().
+  uint64_t unprobed_work_calls = 0, unprobed_works_with_steps = 0, repairs = 0;
+  // step()'s calls under keys of rewrites after one that left it unprobed:
+  // it was probed again.
+  uint64_t reprobed_step_calls = 0;
 };
 HotLoopWalk WalkHotLoop(const format::Dump& d) {
   symbolize::Symbolizer sym(d);
@@ -334,19 +350,64 @@ HotLoopWalk WalkHotLoop(const format::Dump& d) {
   const std::vector<uint64_t> steps = KeysNamed(d, "int HotLoop.step(int)");
   HotLoopWalk r;
   r.repairs = sink.repairs;
+  uint64_t first_unprobed = 0;
   for (uint64_t work : works) {
     if (work == works[0] || std::find(steps.begin(), steps.end(), work - 1) != steps.end()) continue;
+    if (first_unprobed == 0) first_unprobed = work;
     r.unprobed_work_calls += sink.entries[work];
-    for (uint64_t step : steps) r.steps_below_them += sink.children[std::make_pair(work, step)];
+    for (uint64_t step : steps) r.unprobed_works_with_steps += sink.frames_with_children[std::make_pair(work, step)];
+  }
+  for (uint64_t step : steps) {
+    if (first_unprobed != 0 && step > first_unprobed) r.reprobed_step_calls += sink.entries[step];
   }
   return r;
+}
+
+// Runs `HotLoop until DIR` under `lookback record` and dumps it (`lookback
+// dump`) every 200 ms until `shows` accepts a dump, which is kept (its path in
+// *evidence; the others are deleted); then stops it and checks that it exited
+// normally. *out: what it printed after the line "ready PID".
+void RunHotLoopUntilADumpShows(const std::string& dir, const std::function<bool(const format::Dump&)>& shows,
+                               std::string* evidence, std::string* out) {
+  BackgroundJvm bg;
+  StartBackground({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "HotLoop.*", "--",
+                   LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "until", dir},
+                  dir + "/stop", &bg);
+  ASSERT_GT(bg.pid, 0);
+  int pid = 0;
+  ASSERT_EQ(fscanf(bg.out, "ready %d", &pid), 1);
+  std::string last_note;
+  for (int i = 0; i < 600 && evidence->empty(); ++i) {  // at most about two minutes
+    usleep(200000);
+    const RunResult r = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "poll"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const std::string& path : Dumps(dir + "/dumps")) {
+      if (path == *evidence) continue;
+      const format::Dump d = MustOpen(path);
+      if (d.process.reason != "poll") continue;
+      if (auto it = d.metadata.find("note.jvm"); it != d.metadata.end()) last_note = it->second;
+      if (evidence->empty() && shows(d)) {
+        *evidence = path;
+      } else {
+        unlink(path.c_str());
+      }
+    }
+  }
+  std::ofstream(dir + "/stop") << "stop";
+  char rest[256] = {};
+  const size_t n = fread(rest, 1, sizeof rest - 1, bg.out);
+  waitpid(bg.pid, &bg.status, 0);
+  EXPECT_FALSE(evidence->empty()) << "no dump showed it; the last jvm note: " << last_note;
+  EXPECT_TRUE(WIFEXITED(bg.status) && WEXITSTATUS(bg.status) == 0) << "the JVM ran on and exited normally";
+  *out = n > 0 && rest[0] == '\n' ? std::string(rest + 1, n - 1) : std::string(rest, n);  // after "ready PID\n"
 }
 
 // Beyond the filter: the agent retransforms the hot method's class without
 // its probes, so its calls no longer even reach the recorder. The dump shows
 // it by itself: HotLoop was rewritten again (work() has a second key) and
 // that rewrite gave step() no key at all, the `jvm` note counts the class,
-// work()'s calls under its new key are recorded with no step() below them,
+// work()'s calls under its new key are recorded with no step() below them
+// (but in a frame that was running when the budget brought step() back),
 // and the nesting needed no repair beyond one per time step() was shed (a
 // step() frame entered just before the filter took it loses its exit).
 // The JVM computes on correctly. The test waits for what it checks by
@@ -357,44 +418,16 @@ TEST(BudgetJvm, AShedMethodLosesItsProbesAndItsCallerStaysExact) {
     GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   }
   const std::string dir = FreshDir("budget_jvm_unprobed");
-  BackgroundJvm bg;
-  StartBackground({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "HotLoop.*", "--",
-                   LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "until", dir},
-                  dir + "/stop", &bg);
-  ASSERT_GT(bg.pid, 0);
-  int pid = 0;
-  ASSERT_EQ(fscanf(bg.out, "ready %d", &pid), 1);
-  // Dump the JVM until a dump shows work() called under a rewrite of HotLoop
-  // without step()'s probes (the retransform happened, and the program ran on).
-  std::string evidence, last_note;
-  for (int i = 0; i < 600 && evidence.empty(); ++i) {  // at most about two minutes
-    usleep(200000);
-    const RunResult r = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "poll"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    for (const std::string& path : Dumps(dir + "/dumps")) {
-      if (path == evidence) continue;
-      const format::Dump d = MustOpen(path);
-      if (d.process.reason != "poll") continue;
-      if (auto it = d.metadata.find("note.jvm"); it != d.metadata.end()) last_note = it->second;
-      if (evidence.empty() && WalkHotLoop(d).unprobed_work_calls > 0) {
-        evidence = path;
-      } else {
-        unlink(path.c_str());
-      }
-    }
-  }
-  std::ofstream(dir + "/stop") << "stop";
-  char rest[256] = {};
-  const size_t n = fread(rest, 1, sizeof rest - 1, bg.out);
-  waitpid(bg.pid, &bg.status, 0);
-  ASSERT_FALSE(evidence.empty()) << "no dump showed work() under a HotLoop without step()'s probes; jvm note: "
-                                 << last_note;
-  ASSERT_TRUE(WIFEXITED(bg.status) && WEXITSTATUS(bg.status) == 0) << "the JVM ran on and exited normally";
-  const std::string out(rest, n);  // what followed "ready PID"
+  // Until a dump shows work() called under a rewrite of HotLoop without
+  // step()'s probes (the retransform happened, and the program ran on).
+  std::string evidence, out;
+  RunHotLoopUntilADumpShows(
+      dir, [](const format::Dump& d) { return WalkHotLoop(d).unprobed_work_calls > 0; }, &evidence, &out);
+  ASSERT_FALSE(evidence.empty());
   long calls = 0;
-  ASSERT_EQ(sscanf(out.c_str(), " work %ld", &calls), 1) << out;
+  ASSERT_EQ(sscanf(out.c_str(), "work %ld", &calls), 1) << out;
   EXPECT_GT(calls, 0);
-  EXPECT_EQ(out, "\n" + HotLoopOutput(calls, 10000)) << "the retransformed code computes what the original did";
+  EXPECT_EQ(out, HotLoopOutput(calls, 30000)) << "the retransformed code computes what the original did";
 
   // Both dumps: the one that showed it, and the exit dump.
   std::vector<std::string> dumps = Dumps(dir + "/dumps");
@@ -424,9 +457,48 @@ TEST(BudgetJvm, AShedMethodLosesItsProbesAndItsCallerStaysExact) {
     if (path == evidence) {
       EXPECT_GT(walk.unprobed_work_calls, 0u);
     }
-    EXPECT_EQ(walk.steps_below_them, 0u);
+    size_t step_returns = 0;
+    for (const format::ShedInfo& f : d.budget.shed) step_returns += sym.Name(f.key) == "int HotLoop.step(int)" && f.until_ns;
+    EXPECT_LE(walk.unprobed_works_with_steps, step_returns);
     EXPECT_LE(walk.repairs, step_sheds) << "nesting stays exact across the shed";
   }
+}
+
+// And back: once step() is unprobed, the thread costs so little that the
+// budget calls it calm and brings step() back; the agent then retransforms
+// HotLoop with step()'s probes again, and its calls are recorded under a new
+// key (until it is shed again). The budget's history says step() came back;
+// the nesting needs no repair but one per shed.
+TEST(BudgetJvm, AMethodTheBudgetBringsBackIsProbedAgain) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  const std::string dir = FreshDir("budget_jvm_back");
+  std::string evidence, out;
+  RunHotLoopUntilADumpShows(
+      dir, [](const format::Dump& d) { return WalkHotLoop(d).reprobed_step_calls > 0; }, &evidence, &out);
+  ASSERT_FALSE(evidence.empty());
+  long calls = 0;
+  ASSERT_EQ(sscanf(out.c_str(), "work %ld", &calls), 1) << out;
+  EXPECT_EQ(out, HotLoopOutput(calls, 30000)) << "the retransformed code computes what the original did";
+  const format::Dump d = MustOpen(evidence);
+  symbolize::Symbolizer sym(d);
+  size_t step_sheds = 0, step_returns = 0;
+  for (const format::ShedInfo& f : d.budget.shed) {
+    if (sym.Name(f.key) != "int HotLoop.step(int)") continue;
+    ++step_sheds;
+    step_returns += f.until_ns != 0;
+  }
+  EXPECT_GE(step_returns, 1u) << RunProgram({Cli(), "info", evidence}).out;
+  const std::string note = d.metadata.count("note.jvm") ? d.metadata.at("note.jvm") : "";
+  const size_t at = note.find(" classes retransformed for it");
+  ASSERT_NE(at, std::string::npos) << note;
+  EXPECT_GE(std::stoul(note.substr(note.rfind(' ', at - 1) + 1)), 2u) << note << ": taken out, put back";
+  const HotLoopWalk walk = WalkHotLoop(d);
+  EXPECT_GT(walk.reprobed_step_calls, 0u);
+  EXPECT_LE(walk.unprobed_works_with_steps, step_returns);
+  EXPECT_LE(walk.repairs, step_sheds) << "nesting stays exact across the shed and the return";
 }
 
 // With the budget off nothing is shed, so the agent retransforms nothing:

@@ -6,10 +6,11 @@
 // returns the same value, so the sum checks that the code still computes
 // what it should, whatever was retransformed underneath).
 //   java HotLoop SECONDS     runs work(1000) for about SECONDS of wall time
-//   java HotLoop until DIR   prints "ready PID", then runs work(10000) until DIR/stop
+//   java HotLoop until DIR   prints "ready PID", then runs work(30000) until DIR/stop
 //                            exists: once step() is out of the trace, work() is
 //                            then called rarely enough to stay in it (work(1000)
-//                            is shed in turn)
+//                            is shed in turn), and the thread's cost is low enough
+//                            for the budget to call it calm and bring step() back
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -33,9 +34,9 @@ public class HotLoop {
       final Path stop = Paths.get(args[1], "stop");
       System.out.println("ready " + ProcessHandle.current().pid());
       System.out.flush();
-      // The file is looked for every 64 calls (about a millisecond): the loop is work()'s.
+      // The file is looked for every 64 calls (a few ms): the loop is work()'s.
       while ((calls & 63) != 0 || !Files.exists(stop)) {
-        sum += work(10000);
+        sum += work(30000);
         calls++;
       }
     } else {

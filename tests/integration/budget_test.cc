@@ -4,14 +4,20 @@
 // CPU time. Nothing here depends on timing: the program runs for a given
 // CPU time, and what the budget did is read from the dump itself.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
 #include <set>
 
 #include "harness.h"
 #include "sqlite_db.h"
 #include "model/clock_model.h"
+#include "model/walk.h"
 #include "symbolize/symbolizer.h"
 
 namespace lookback::testing {
@@ -224,19 +230,317 @@ TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
   }
   ASSERT_NE(step, nullptr) << RunProgram({Cli(), "info", dumps[0]}).out;
   EXPECT_GT(step->calls_per_s, 100000u);
-  // No entry of step() recorded after the shed (1 ms of slack: the filter
-  // table is published right after the decision is timed), and work() goes on.
+  // step()'s entries stop after the shed while work() goes on. (Not "none
+  // after shed_ns + some slack": the filter table is published after the
+  // decision is timed, on a loaded machine more than a millisecond later.)
+  // While step() is recorded, every work() entry is followed by a thousand of
+  // its entries; so work() entered over and over after step()'s last entry
+  // means step() was no longer recorded.
   const model::ClockModel clock(d.clock);
-  size_t late_steps = 0, late_works = 0;
+  int64_t last_step_ns = 0;
+  size_t works_after = 0;
   for (const auto& t : d.threads) {
     model::DecodeThread(d, t, [&](const model::Event& e) {
-      if (e.kind != model::EventKind::kEnter || clock.MonotonicNs(e.tsc) < static_cast<int64_t>(step->at_ns) + 1000000) return;
-      late_steps += e.key == step->key;
-      late_works += sym.Name(e.key) == "long HotLoop.work(int)";
+      if (e.kind != model::EventKind::kEnter) return;
+      if (e.key == step->key) {
+        last_step_ns = clock.MonotonicNs(e.tsc);
+        works_after = 0;
+      } else if (sym.Name(e.key) == "long HotLoop.work(int)") {
+        ++works_after;
+      }
     });
   }
-  EXPECT_EQ(late_steps, 0u);
-  EXPECT_GT(late_works, 0u);
+  EXPECT_GT(works_after, 100u) << "step() last recorded " << (last_step_ns - static_cast<int64_t>(step->at_ns))
+                               << " ns after it was shed";
+}
+
+// What HotLoop prints for `calls` calls of work(n): each returns the same
+// sum over x < n of step(x) = x^0 + x^1 + x^2.
+std::string HotLoopOutput(long calls, int n) {
+  long per_call = 0;
+  for (int x = 0; x < n; ++x) per_call += (x ^ 0) + (x ^ 1) + (x ^ 2);
+  return "work " + std::to_string(calls) + " sum " + std::to_string(calls * per_call) + "\n";
+}
+
+// A program started in the background under `lookback record`, whose stdout
+// the test reads; told to stop by a file, killed if the test fails first.
+struct BackgroundJvm {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+  std::string stop;
+  int status = -1;
+  ~BackgroundJvm() {
+    if (pid > 0 && status == -1) {
+      std::ofstream(stop) << "stop";
+      for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+      if (waitpid(pid, &status, WNOHANG) == 0) kill(pid, SIGKILL), waitpid(pid, &status, 0);
+    }
+    if (out) fclose(out);
+  }
+};
+
+void StartBackground(const std::vector<std::string>& argv, const std::string& stop, BackgroundJvm* b) {
+  b->stop = stop;
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  b->pid = fork();
+  if (b->pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  b->out = fdopen(fds[0], "r");
+}
+
+// The keys a dump names `name` (a Java method gets a new key each time its
+// class is rewritten), in the order the agent assigned them.
+std::vector<uint64_t> KeysNamed(const format::Dump& d, const std::string& name) {
+  std::vector<uint64_t> keys;
+  for (const auto& [key, n] : d.names) {
+    if (n == name) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+// Per thread: the entries of each key, which key encloses each entry, and
+// the walk's repairs.
+class NestingSink : public model::TraceSink {
+ public:
+  std::string Begin(const model::ExportContext&) override { return ""; }
+  void BeginThread(const format::ThreadInfo&) override { stack_.clear(); }
+  void Enter(uint64_t key, int64_t, uint32_t, uint8_t) override {
+    ++entries[key];
+    if (!stack_.empty()) stack_.back().child_keys.insert(key);
+    stack_.push_back({key, {}});
+  }
+  void Exit(uint64_t, int64_t, uint32_t, uint8_t) override {  // the walk closes every frame, repaired or not
+    if (stack_.empty()) return;
+    for (uint64_t child : stack_.back().child_keys) ++frames_with_children[{stack_.back().key, child}];
+    stack_.pop_back();
+  }
+  void EndThread(const model::ThreadSummary& s) override { repairs += s.unwound + s.unmatched_exits; }
+  std::string End() override { return ""; }
+
+  std::map<uint64_t, uint64_t> entries;
+  // (parent key, child key) -> frames of the parent with at least one call of the child
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> frames_with_children;
+  uint64_t repairs = 0;
+
+ private:
+  struct Frame {
+    uint64_t key;
+    std::set<uint64_t> child_keys;
+  };
+  std::vector<Frame> stack_;
+};
+
+// HotLoop's calls of work() recorded under the keys of rewrites of HotLoop
+// that left step() unprobed, the step() calls recorded below those, and the
+// walk's repairs. (With --jvm-include HotLoop.*, only HotLoop's methods get
+// ids, in classfile order, one rewrite after the other: a rewrite that probes
+// step() gives it the id just before work()'s; the first rewrite is the load.)
+struct HotLoopWalk {
+  // work()'s calls under rewrites without step()'s probes, and how many of
+  // those frames called a step() that was recorded: only a frame still
+  // running when the budget brought step() back can (a call goes to the
+  // method's newest version, the frame keeps its own code), so at most one per
+  // return of step().
+  uint64_t unprobed_work_calls = 0, unprobed_works_with_steps = 0, repairs = 0;
+  // step()'s calls under keys of rewrites after one that left it unprobed:
+  // it was probed again.
+  uint64_t reprobed_step_calls = 0;
+};
+HotLoopWalk WalkHotLoop(const format::Dump& d) {
+  symbolize::Symbolizer sym(d);
+  NestingSink sink;
+  const model::WalkResult w = model::Walk(d, sym, model::WalkOptions{}, sink);
+  EXPECT_EQ(w.error, "");
+  const std::vector<uint64_t> works = KeysNamed(d, "long HotLoop.work(int)");
+  const std::vector<uint64_t> steps = KeysNamed(d, "int HotLoop.step(int)");
+  HotLoopWalk r;
+  r.repairs = sink.repairs;
+  uint64_t first_unprobed = 0;
+  for (uint64_t work : works) {
+    if (work == works[0] || std::find(steps.begin(), steps.end(), work - 1) != steps.end()) continue;
+    if (first_unprobed == 0) first_unprobed = work;
+    r.unprobed_work_calls += sink.entries[work];
+    for (uint64_t step : steps) r.unprobed_works_with_steps += sink.frames_with_children[std::make_pair(work, step)];
+  }
+  for (uint64_t step : steps) {
+    if (first_unprobed != 0 && step > first_unprobed) r.reprobed_step_calls += sink.entries[step];
+  }
+  return r;
+}
+
+// Runs `HotLoop until DIR` under `lookback record` and dumps it (`lookback
+// dump`) every 200 ms until `shows` accepts a dump, which is kept (its path in
+// *evidence; the others are deleted); then stops it and checks that it exited
+// normally. *out: what it printed after the line "ready PID".
+void RunHotLoopUntilADumpShows(const std::string& dir, const std::function<bool(const format::Dump&)>& shows,
+                               std::string* evidence, std::string* out) {
+  BackgroundJvm bg;
+  StartBackground({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "HotLoop.*", "--",
+                   LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "until", dir},
+                  dir + "/stop", &bg);
+  ASSERT_GT(bg.pid, 0);
+  int pid = 0;
+  ASSERT_EQ(fscanf(bg.out, "ready %d", &pid), 1);
+  std::string last_note;
+  for (int i = 0; i < 600 && evidence->empty(); ++i) {  // at most about two minutes
+    usleep(200000);
+    const RunResult r = RunProgram({Cli(), "dump", std::to_string(pid), "--reason", "poll"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const std::string& path : Dumps(dir + "/dumps")) {
+      if (path == *evidence) continue;
+      const format::Dump d = MustOpen(path);
+      if (d.process.reason != "poll") continue;
+      if (auto it = d.metadata.find("note.jvm"); it != d.metadata.end()) last_note = it->second;
+      if (evidence->empty() && shows(d)) {
+        *evidence = path;
+      } else {
+        unlink(path.c_str());
+      }
+    }
+  }
+  std::ofstream(dir + "/stop") << "stop";
+  char rest[256] = {};
+  const size_t n = fread(rest, 1, sizeof rest - 1, bg.out);
+  waitpid(bg.pid, &bg.status, 0);
+  EXPECT_FALSE(evidence->empty()) << "no dump showed it; the last jvm note: " << last_note;
+  EXPECT_TRUE(WIFEXITED(bg.status) && WEXITSTATUS(bg.status) == 0) << "the JVM ran on and exited normally";
+  *out = n > 0 && rest[0] == '\n' ? std::string(rest + 1, n - 1) : std::string(rest, n);  // after "ready PID\n"
+}
+
+// Beyond the filter: the agent retransforms the hot method's class without
+// its probes, so its calls no longer even reach the recorder. The dump shows
+// it by itself: HotLoop was rewritten again (work() has a second key) and
+// that rewrite gave step() no key at all, the `jvm` note counts the class,
+// work()'s calls under its new key are recorded with no step() below them
+// (but in a frame that was running when the budget brought step() back),
+// and the nesting needed no repair beyond one per time step() was shed (a
+// step() frame entered just before the filter took it loses its exit).
+// The JVM computes on correctly. The test waits for what it checks by
+// dumping the running JVM (`lookback dump`), never for a length of time.
+TEST(BudgetJvm, AShedMethodLosesItsProbesAndItsCallerStaysExact) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  const std::string dir = FreshDir("budget_jvm_unprobed");
+  // Until a dump shows work() called under a rewrite of HotLoop without
+  // step()'s probes (the retransform happened, and the program ran on).
+  std::string evidence, out;
+  RunHotLoopUntilADumpShows(
+      dir, [](const format::Dump& d) { return WalkHotLoop(d).unprobed_work_calls > 0; }, &evidence, &out);
+  ASSERT_FALSE(evidence.empty());
+  long calls = 0;
+  ASSERT_EQ(sscanf(out.c_str(), "work %ld", &calls), 1) << out;
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(out, HotLoopOutput(calls, 30000)) << "the retransformed code computes what the original did";
+
+  // Both dumps: the one that showed it, and the exit dump.
+  std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 2u);
+  for (const std::string& path : dumps) {
+    SCOPED_TRACE(path);
+    const format::Dump d = MustOpen(path);
+    EXPECT_EQ(d.process.reason, path == evidence ? "poll" : "exit");
+    symbolize::Symbolizer sym(d);
+    size_t step_sheds = 0;
+    for (const format::ShedInfo& f : d.budget.shed) step_sheds += sym.Name(f.key) == "int HotLoop.step(int)";
+    EXPECT_GE(step_sheds, 1u) << RunProgram({Cli(), "info", path}).out;
+    // Every rewrite of HotLoop gives work() a key; those that left step()
+    // unprobed gave it none (rewrites that bring it back give both).
+    const std::vector<uint64_t> works = KeysNamed(d, "long HotLoop.work(int)");
+    const std::vector<uint64_t> steps = KeysNamed(d, "int HotLoop.step(int)");
+    ASSERT_FALSE(steps.empty());
+    EXPECT_GE(works.size(), steps.size() + 1);
+    const std::string note = d.metadata.count("note.jvm") ? d.metadata.at("note.jvm") : "";
+    const size_t at = note.find(" classes retransformed for it");
+    ASSERT_NE(at, std::string::npos) << note;
+    EXPECT_GE(std::stoul(note.substr(note.rfind(' ', at - 1) + 1)), 1u) << note;
+    EXPECT_NE(note.find("methods left unprobed because it shed them"), std::string::npos) << note;
+    // work()'s calls under a HotLoop without step()'s probes have nothing
+    // below them, and the nesting needed no repair but one per shed of step().
+    const HotLoopWalk walk = WalkHotLoop(d);
+    if (path == evidence) {
+      EXPECT_GT(walk.unprobed_work_calls, 0u);
+    }
+    size_t step_returns = 0;
+    for (const format::ShedInfo& f : d.budget.shed) step_returns += sym.Name(f.key) == "int HotLoop.step(int)" && f.until_ns;
+    EXPECT_LE(walk.unprobed_works_with_steps, step_returns);
+    EXPECT_LE(walk.repairs, step_sheds) << "nesting stays exact across the shed";
+  }
+}
+
+// And back: once step() is unprobed, the thread costs so little that the
+// budget calls it calm and brings step() back; the agent then retransforms
+// HotLoop with step()'s probes again, and its calls are recorded under a new
+// key (until it is shed again). The budget's history says step() came back;
+// the nesting needs no repair but one per shed.
+TEST(BudgetJvm, AMethodTheBudgetBringsBackIsProbedAgain) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  const std::string dir = FreshDir("budget_jvm_back");
+  std::string evidence, out;
+  RunHotLoopUntilADumpShows(
+      dir, [](const format::Dump& d) { return WalkHotLoop(d).reprobed_step_calls > 0; }, &evidence, &out);
+  ASSERT_FALSE(evidence.empty());
+  long calls = 0;
+  ASSERT_EQ(sscanf(out.c_str(), "work %ld", &calls), 1) << out;
+  EXPECT_EQ(out, HotLoopOutput(calls, 30000)) << "the retransformed code computes what the original did";
+  const format::Dump d = MustOpen(evidence);
+  symbolize::Symbolizer sym(d);
+  size_t step_sheds = 0, step_returns = 0;
+  for (const format::ShedInfo& f : d.budget.shed) {
+    if (sym.Name(f.key) != "int HotLoop.step(int)") continue;
+    ++step_sheds;
+    step_returns += f.until_ns != 0;
+  }
+  EXPECT_GE(step_returns, 1u) << RunProgram({Cli(), "info", evidence}).out;
+  const std::string note = d.metadata.count("note.jvm") ? d.metadata.at("note.jvm") : "";
+  const size_t at = note.find(" classes retransformed for it");
+  ASSERT_NE(at, std::string::npos) << note;
+  EXPECT_GE(std::stoul(note.substr(note.rfind(' ', at - 1) + 1)), 2u) << note << ": taken out, put back";
+  const HotLoopWalk walk = WalkHotLoop(d);
+  EXPECT_GT(walk.reprobed_step_calls, 0u);
+  EXPECT_LE(walk.unprobed_works_with_steps, step_returns);
+  EXPECT_LE(walk.repairs, step_sheds) << "nesting stays exact across the shed and the return";
+}
+
+// With the budget off nothing is shed, so the agent retransforms nothing:
+// HotLoop is rewritten once (one key per method) and the note says nothing
+// of a budget.
+TEST(BudgetJvm, BudgetOffRetransformsNothing) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  const std::string dir = FreshDir("budget_jvm_off");
+  RunResult run = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--budget", "off", "--jvm-include", "HotLoop.*",
+                              "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "1.5"},
+                             {}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  long calls = 0;
+  ASSERT_EQ(sscanf(run.out.c_str(), "work %ld", &calls), 1) << run.out;
+  EXPECT_EQ(run.out, HotLoopOutput(calls, 1000));
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << run.err;
+  const format::Dump d = MustOpen(dumps[0]);
+  EXPECT_EQ(d.budget.percent, "off");
+  EXPECT_TRUE(d.budget.shed.empty());
+  EXPECT_EQ(KeysNamed(d, "long HotLoop.work(int)").size(), 1u);
+  EXPECT_EQ(KeysNamed(d, "int HotLoop.step(int)").size(), 1u);
+  ASSERT_TRUE(d.metadata.count("note.jvm"));
+  EXPECT_EQ(d.metadata.at("note.jvm").find("overhead budget"), std::string::npos) << d.metadata.at("note.jvm");
 }
 
 }  // namespace

@@ -324,6 +324,67 @@ TEST(JvmRewriter, SkipInlinedLeavesExactlyTheAlwaysInlinedMethodsUnprobed) {
   EXPECT_GT(inlined_total, 0u);
 }
 
+// shed (the overhead budget, the agent's shed.cc): a shed method keeps its original code
+// byte for byte (no entry or exit probe, no catch-all handler), is counted kShed and is not
+// asked for an id; every other method is traced as without it.
+TEST(JvmRewriter, ShedMethodsKeepTheirOriginalCodeAndGetNoId) {
+  size_t shed_total = 0;
+  for (const auto& p : CorpusFiles()) {
+    auto bytes = ReadBytes(p);
+    const RewriteResult all = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+    ASSERT_TRUE(all.error.empty()) << all.error;
+    // Every other traced method is shed.
+    std::set<std::string> want_shed, want_traced;
+    for (size_t i = 0; i < all.traced.size(); ++i) {
+      (i % 2 ? want_traced : want_shed).insert(all.traced[i].name + all.traced[i].descriptor);
+    }
+    RewriteRequest req;
+    std::set<std::string> asked;
+    uint32_t next = 1;
+    req.assign_id = [&](std::string_view, std::string_view m, std::string_view d) -> std::optional<uint32_t> {
+      asked.insert(std::string(m) + std::string(d));
+      return next++;
+    };
+    req.shed = [&](std::string_view c, std::string_view m, std::string_view d) {
+      EXPECT_EQ(c, all.class_name);
+      return want_shed.count(std::string(m) + std::string(d)) == 1;
+    };
+    const RewriteResult r = RewriteClass(bytes.data(), bytes.size(), req);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    std::set<std::string> traced, shed;
+    for (const auto& t : r.traced) traced.insert(t.name + t.descriptor);
+    for (const auto& s : r.skipped) {
+      if (s.reason == SkipReason::kShed) shed.insert(s.name + s.descriptor);
+    }
+    EXPECT_EQ(traced, want_traced) << p;
+    EXPECT_EQ(shed, want_shed) << p;
+    for (const auto& m : shed) EXPECT_FALSE(asked.count(m)) << m << ": shed, yet asked for an id";
+    if (!r.changed) {
+      EXPECT_TRUE(want_traced.empty());
+      continue;
+    }
+    // The shed methods' Code attributes are the original ones (the constant pool only grows).
+    auto before = ClassFile::Parse(bytes);
+    auto after = ClassFile::Parse(r.bytes);
+    ASSERT_TRUE(before.ok() && after.ok());
+    auto codes = [](const ClassFile& cf) {
+      std::map<std::string, std::vector<uint8_t>> out;
+      for (const auto& m : cf.methods) {
+        const std::string key = std::string(*cf.cp.Utf8(m.name_index)) + std::string(*cf.cp.Utf8(m.descriptor_index));
+        for (const auto& a : m.attributes) {
+          if (cf.AttributeName(a) == "Code") out[key] = a.info;
+        }
+      }
+      return out;
+    };
+    auto original = codes(before.value()), rewritten = codes(after.value());
+    for (const auto& m : shed) EXPECT_EQ(rewritten[m], original[m]) << p << " " << m;
+    for (const auto& m : traced) EXPECT_NE(rewritten[m], original[m]) << p << " " << m;
+    shed_total += shed.size();
+  }
+  EXPECT_GT(shed_total, 0u);
+}
+
 TEST(JvmRewriter, IdsAboveTheSipushRangeComeFromIntegerConstants) {
   auto bytes = ReadBytes(CorpusFiles().front());
   auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest(100000));

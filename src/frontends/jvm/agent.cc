@@ -181,6 +181,8 @@ void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv*, jclass, jobject, const ch
     if (hook_only || !Selected(JavaClassName(cls) + "." + std::string(method))) return std::nullopt;
     return NewMethod(cls, method, desc);
   };
+  // Methods the overhead budget shed get no probes (shed.cc).
+  if (!hook_only) req.shed = IsShed;
   RewriteResult r = RewriteClass(data, static_cast<size_t>(len), req);
   g_stats.Count(r);
   if (!r.error.empty()) {
@@ -188,6 +190,7 @@ void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv*, jclass, jobject, const ch
     return;
   }
   if (!r.changed) return;
+  if (!hook_only) NoteTraced(r.class_name, r.traced);
   unsigned char* out = nullptr;
   if (jvmti->Allocate(static_cast<jlong>(r.bytes.size()), &out) != JVMTI_ERROR_NONE) return;
   memcpy(out, r.bytes.data(), r.bytes.size());
@@ -327,7 +330,10 @@ void JNICALL OnMethodExit(jvmtiEnv* jvmti, JNIEnv*, jthread, jmethodID m, jboole
 
 void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) { NameStartingThread(jvmti, jni, thread); }
 
-void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv*) { WaitForNanoscopeFlushes(); }
+void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv*) {
+  StopShedding();
+  WaitForNanoscopeFlushes();
+}
 
 uint64_t NowNs() {
   timespec ts{};
@@ -340,6 +346,9 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
   const uint64_t t0 = NowNs();
   const uint64_t seen0 = g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load();
   if (g_options.mode == Mode::kInline) {
+    // Before any class is rewritten: the shed thread must know every id (its
+    // Thread object is made while Thread's code has no probes yet).
+    StartShedding(jvmti, jni);
     StartInline(jvmti, jni);
   } else {
     if (g_probe_class == nullptr) StartRenameHook(jvmti, jni);
@@ -402,6 +411,9 @@ bool LoadRuntime() {
   g_runtime.thread_disable = reinterpret_cast<void (*)()>(dlsym(loaded, "lb_thread_disable"));
   g_runtime.scope_begin = reinterpret_cast<void (*)(const char*)>(dlsym(loaded, "lb_scope_begin"));
   g_runtime.scope_end = reinterpret_cast<void (*)(const char*)>(dlsym(loaded, "lb_scope_end"));
+  // Optional (older runtimes have no budget): without them shed methods keep their probes.
+  g_runtime.shed_keys = reinterpret_cast<size_t (*)(uint64_t*, size_t)>(dlsym(loaded, "lb_shed_keys"));
+  g_runtime.set_shed_listener = reinterpret_cast<void (*)(void (*)())>(dlsym(loaded, "lb_set_shed_listener"));
   if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name ||
       !g_runtime.set_thread_name_of || !g_runtime.dump_sync || !g_runtime.dump_dir || !g_runtime.is_tracing ||
       !g_runtime.thread_enable || !g_runtime.thread_disable || !g_runtime.scope_begin || !g_runtime.scope_end) {
@@ -418,6 +430,9 @@ bool Check(jvmtiError e, const char* what) {
 }
 
 }  // namespace
+
+bool ProbesReady() { return g_probe_ready.load(std::memory_order_acquire); }
+
 }  // namespace lookback::jvm
 
 using namespace lookback::jvm;

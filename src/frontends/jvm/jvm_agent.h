@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "frontends/jvm/rewriter.h"
 
@@ -29,6 +31,9 @@ struct RuntimeApi {
   void (*scope_begin)(const char* name) = nullptr;
   void (*scope_end)(const char* name) = nullptr;
   int (*set_note)(const char* key, const char* value) = nullptr;
+  // The overhead budget's shed set (optional: older runtimes lack them; shed.cc).
+  size_t (*shed_keys)(uint64_t* out, size_t max) = nullptr;
+  void (*set_shed_listener)(void (*listener)(void)) = nullptr;
 };
 extern RuntimeApi g_runtime;
 
@@ -67,11 +72,28 @@ bool LinkProbeNatives(JNIEnv* jni, jclass probe, bool attached);
 // before found no natives and made every call a no-op (java_api.cc).
 void EnableJavaApi(jvmtiEnv* jvmti, JNIEnv* jni);
 
+// Inline mode under the overhead budget (shed.cc): methods the budget shed
+// lose their probes. The ClassFileLoadHook tells which methods it traced
+// (NoteTraced) and asks which to leave unprobed (IsShed); StartShedding (at
+// VMInit or attach, once) registers the runtime's shed listener and starts
+// the JVMTI agent thread that retransforms the classes whose shed methods
+// changed; StopShedding at VMDeath.
+void NoteTraced(std::string_view class_name, const std::vector<TracedMethod>& traced);
+bool IsShed(std::string_view class_name, std::string_view method_name, std::string_view descriptor);
+void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni);
+void StopShedding();
+// The hook may rewrite classes (detach clears it: retransforms then restore).
+bool ProbesReady();
+
 // What the rewriter did, for the dump's "jvm" note (`lookback info`).
 struct AgentStats {
   std::atomic<uint64_t> classes_rewritten{0}, classes_unchanged{0}, classes_failed{0}, methods_traced{0},
       retransform_failed{0};
-  std::atomic<uint64_t> skipped[8] = {};  // by SkipReason
+  std::atomic<uint64_t> skipped[kSkipReasonCount] = {};  // by SkipReason
+  // The overhead budget (shed.cc): methods without probes now because it shed
+  // them, classes retransformed to take probes out or put them back, in how
+  // many batches, and retransforms the VM refused.
+  std::atomic<uint64_t> shed_unprobed{0}, shed_classes{0}, shed_batches{0}, shed_failed{0};
   // Inline mode's rule for methods C2 always inlines (the agent's inlined= option).
   enum InlinedPolicy { kInlinedNotApplicable, kInlinedSkipped, kInlinedProbed };
   std::atomic<int> inlined_policy{kInlinedNotApplicable};

@@ -112,7 +112,8 @@ std::string AgentStats::Summary() {
                   " classes unchanged, " + std::to_string(classes_failed.load()) + " left unmodified after a rewrite error";
   std::string skips;
   for (size_t i = 0; i < sizeof skipped / sizeof skipped[0]; ++i) {
-    if (static_cast<SkipReason>(i) == SkipReason::kInlined) continue;  // said on its own below
+    // Said on their own below (shed: counted per rewrite, so a class retransformed twice counts twice).
+    if (static_cast<SkipReason>(i) == SkipReason::kInlined || static_cast<SkipReason>(i) == SkipReason::kShed) continue;
     if (const uint64_t n = skipped[i].load()) {
       skips += (skips.empty() ? "" : ", ") + std::to_string(n) + " " + SkipReasonName(static_cast<SkipReason>(i));
     }
@@ -126,6 +127,13 @@ std::string AgentStats::Summary() {
          " bytecode bytes, no calls, no loops); --jvm-probe-inlined (agent option inlined=probe) traces them";
   } else if (inlined_policy.load() == kInlinedProbed) {
     s += "; methods C2 always inlines are traced too (--jvm-probe-inlined, inlined=probe)";
+  }
+  // The overhead budget (shed.cc): what it took out of the Java code, once it did.
+  if (const uint64_t batches = shed_batches.load()) {
+    s += "; overhead budget: " + std::to_string(shed_unprobed.load()) +
+         " methods left unprobed because it shed them, " + std::to_string(shed_classes.load()) +
+         " classes retransformed for it (" + std::to_string(batches) + " batches)";
+    if (const uint64_t failed = shed_failed.load()) s += ", " + std::to_string(failed) + " retransforms refused";
   }
   std::lock_guard<std::mutex> lock(error_mutex);
   if (!first_error.empty()) s += "; first error: " + first_error;

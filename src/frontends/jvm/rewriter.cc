@@ -19,6 +19,7 @@ const char* SkipReasonName(SkipReason r) {
     case SkipReason::kBridgeOrSynthetic: return "bridge";
     case SkipReason::kMalformed: return "malformed";
     case SkipReason::kInlined: return "inlined";
+    case SkipReason::kShed: return "shed";
   }
   return "unknown";
 }
@@ -695,10 +696,18 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
         continue;
       }
     }
+    // Shed by the overhead budget: no probes and no handler, so the method's
+    // calls cost nothing and leave no trace (nesting stays exact: neither an
+    // entry nor an exit of it is ever recorded by this version of the class).
+    const bool shed = req.shed && req.shed(res.class_name, *name, *desc);
+    if (shed && !hook) {
+      skip(SkipReason::kShed);
+      continue;
+    }
     // A hooked method is decided first: it is rewritten for the hook even
     // when it is not traced.
     std::optional<uint32_t> id;
-    if (hook) id = req.assign_id ? req.assign_id(res.class_name, *name, *desc) : std::nullopt;
+    if (hook && !shed) id = req.assign_id ? req.assign_id(res.class_name, *name, *desc) : std::nullopt;
     Insertion ins;
     ins.probes = !hook || id.has_value();
     if (!probes.enter && ins.probes) {
@@ -729,7 +738,7 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
     }
     if (!hook) id = req.assign_id ? req.assign_id(res.class_name, *name, *desc) : std::nullopt;
     if (!id) {
-      skip(SkipReason::kExcluded);
+      skip(shed ? SkipReason::kShed : SkipReason::kExcluded);
       if (!hook) continue;
     } else {
       // sipush takes ids up to 32767; larger ones come from an Integer constant

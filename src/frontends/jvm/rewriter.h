@@ -70,7 +70,9 @@ enum class SkipReason {
                         // Other synthetic methods (lambda bodies, $values) are traced.
   kMalformed,           // the method's code could not be rewritten safely (see SkippedMethod::detail)
   kInlined,             // RewriteRequest::skip_inlined and AlwaysInlined(): C2 inlines it wherever it is called
+  kShed,                // RewriteRequest::shed: the overhead budget shed it (no probe at all, no handler)
 };
+inline constexpr size_t kSkipReasonCount = static_cast<size_t>(SkipReason::kShed) + 1;
 
 // The always-inlined rule (docs/jvm.md, "Methods the JIT inlines"): a method HotSpot's C2
 // inlines into every compiled caller, so that a probe in it would be paid at each call
@@ -123,6 +125,12 @@ struct RewriteRequest {
   // globs), so that an always-inlined method outside the globs is counted kExcluded, not
   // kInlined. Unset: every method would be.
   std::function<bool(std::string_view class_name, std::string_view method_name)> selected;
+  // Methods the overhead budget shed (the agent's shed.cc): true leaves the method exactly as
+  // it is in the class file, without entry probe, exit probes or catch-all handler, counted
+  // kShed; assign_id is not called for it. Asked after the reasons above (a native or
+  // always-inlined method never had an id, so it is never shed). Thread.setName still gets the
+  // rename hook, without probes. Unset: nothing is shed.
+  std::function<bool(std::string_view class_name, std::string_view method_name, std::string_view descriptor)> shed;
 };
 
 struct RewriteResult {

@@ -1,0 +1,303 @@
+// The overhead budget in Java code (docs/jvm.md, "The overhead budget"):
+// a method the runtime sheds is filtered in lb_enter/lb_exit, but its probes
+// still call into native code (LookbackProbe.enterNative) at every call. So
+// the agent retransforms the method's class without that method's probes,
+// and with them again when the budget brings it back.
+//
+//   control thread (runtime)   lb_set_shed_listener -> OnShedChanged: marks a
+//                              change pending and wakes the shed thread; nothing else
+//                              (it is not attached to the JVM and must return at once)
+//   shed thread (JVMTI agent   reads lb_shed_keys, maps each method key to the method's
+//   thread, a daemon)          identity (class, name, descriptor), and retransforms the
+//                              classes whose set of shed methods changed, at most one
+//                              batch per kBatchIntervalNs
+//   ClassFileLoadHook (any     NoteTraced: the ids it assigned, and to which method;
+//   thread loading or          IsShed: whether to leave a method unprobed
+//   retransforming a class)
+//
+// Identities, not ids: every rewrite of a class gives its methods new ids (a
+// retransform too), and a shed method has no id at all while it is
+// unprobed, so the runtime's key for it is the one it had when it was shed.
+#include <jvmti.h>
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "frontends/jvm/jvm_agent.h"
+
+namespace lookback::jvm {
+namespace {
+
+// At most one retransform batch per this much time: a retransform deoptimises
+// the class's compiled code, so a burst of shed decisions becomes one batch.
+constexpr uint64_t kBatchIntervalNs = 200'000'000;
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Strings stored once, numbered from 1 (0: none). Entries never move (deque).
+class Interned {
+ public:
+  uint32_t Intern(std::string_view s) {
+    if (auto it = index_.find(s); it != index_.end()) return it->second;
+    strings_.emplace_back(s);
+    const auto n = static_cast<uint32_t>(strings_.size());
+    index_.emplace(strings_.back(), n);
+    return n;
+  }
+  uint32_t Find(std::string_view s) const {
+    auto it = index_.find(s);
+    return it == index_.end() ? 0 : it->second;
+  }
+  const std::string& At(uint32_t n) const { return strings_[n - 1]; }
+
+ private:
+  std::deque<std::string> strings_;
+  std::unordered_map<std::string_view, uint32_t> index_;
+};
+
+// A method across retransforms: class index << 32 | signature index.
+using Identity = uint64_t;
+
+// Written by the ClassFileLoadHook (NoteTraced) and the shed thread
+// (applied), read by both; everything under `mutex`. About 8 bytes per id
+// the agent assigned, plus each class name and method name+descriptor once.
+struct MethodTable {
+  std::mutex mutex;
+  Interned classes;                              // internal names, a/b/C
+  Interned signatures;                           // name + descriptor, "step(I)I"
+  std::vector<Identity> by_id;                   // method id -> its identity (0: not a traced method)
+  std::unordered_set<Identity> applied;          // unprobed now (the hook leaves them so)
+  std::unordered_set<uint32_t> applied_classes;  // their classes
+};
+
+// The shed thread's wake-up. Never destroyed: the control thread may call the
+// listener while the process exits.
+struct Wakeup {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool pending = false;  // the shed set changed since the shed thread last read it
+  bool stop = false;     // VMDeath
+};
+
+MethodTable& Table() {
+  static MethodTable* t = new MethodTable;
+  return *t;
+}
+Wakeup& Wake() {
+  static Wakeup* w = new Wakeup;
+  return *w;
+}
+
+// The shed thread is running: the hook records ids and asks IsShed.
+std::atomic<bool> g_shedding{false};
+// Table().applied.size(), read by the hook without the lock: nothing shed, nothing to look up.
+std::atomic<size_t> g_applied_count{0};
+
+// Control thread (lb_set_shed_listener): wake the shed thread, nothing more.
+void OnShedChanged() {
+  Wakeup& w = Wake();
+  {
+    std::lock_guard<std::mutex> lock(w.mutex);
+    w.pending = true;
+  }
+  w.cv.notify_one();
+}
+
+// The runtime's shed keys now (sorted, as lb_shed_keys gives them).
+std::vector<uint64_t> ShedKeysNow() {
+  std::vector<uint64_t> keys(64);
+  for (;;) {
+    const size_t n = g_runtime.shed_keys(keys.data(), keys.size());
+    if (n <= keys.size()) {
+      keys.resize(n);
+      return keys;
+    }
+    keys.resize(n + 16);  // more were shed meanwhile: ask again
+  }
+}
+
+// Retransforms the loaded classes named in `names` (internal form); returns
+// how many the VM took. All in one call when it can (one safepoint and one
+// deoptimisation pass); one by one when it refuses (as RetransformLoadedClasses).
+size_t RetransformNamed(jvmtiEnv* jvmti, JNIEnv* jni, const std::unordered_set<std::string>& names) {
+  if (jni->PushLocalFrame(16) != JNI_OK) {  // GetLoadedClasses' local references go with the frame
+    jni->ExceptionClear();
+    return 0;
+  }
+  jint count = 0;
+  jclass* classes = nullptr;
+  std::vector<jclass> todo;
+  if (jvmti->GetLoadedClasses(&count, &classes) == JVMTI_ERROR_NONE) {
+    for (jint i = 0; i < count; ++i) {
+      char* sig = nullptr;
+      if (jvmti->GetClassSignature(classes[i], &sig, nullptr) != JVMTI_ERROR_NONE || sig == nullptr) continue;
+      std::string_view s(sig);
+      const bool wanted = s.size() > 2 && s.front() == 'L' && names.count(std::string(s.substr(1, s.size() - 2)));
+      jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
+      jboolean modifiable = JNI_FALSE;
+      if (wanted && jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) {
+        todo.push_back(classes[i]);
+      }
+    }
+    jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
+  }
+  size_t done = todo.size();
+  if (!todo.empty() && jvmti->RetransformClasses(static_cast<jint>(todo.size()), todo.data()) != JVMTI_ERROR_NONE) {
+    done = 0;
+    for (jclass c : todo) {
+      if (jvmti->RetransformClasses(1, &c) == JVMTI_ERROR_NONE) {
+        ++done;
+      } else {
+        g_stats.shed_failed.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  jni->ExceptionClear();
+  jni->PopLocalFrame(nullptr);
+  return done;
+}
+
+// The shed thread's work after a change: the methods shed now, by identity,
+// against those unprobed now; the classes of the difference are retransformed
+// (the hook reads the new set).
+void Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
+  if (!ProbesReady()) return;  // detached: the hook rewrites nothing, so there is nothing to change
+  const std::vector<uint64_t> keys = ShedKeysNow();
+  std::unordered_set<std::string> changed_classes;
+  MethodTable& t = Table();
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    std::unordered_set<Identity> now;
+    for (uint64_t key : keys) {
+      const uint64_t id = key & 0xffffffffu;
+      if (key != MethodKey(static_cast<uint32_t>(id))) continue;  // a native function, not a Java method
+      if (id < t.by_id.size() && t.by_id[id] != 0) now.insert(t.by_id[id]);
+    }
+    std::set<uint32_t> changed;
+    for (Identity m : now) {
+      if (!t.applied.count(m)) changed.insert(static_cast<uint32_t>(m >> 32));
+    }
+    for (Identity m : t.applied) {
+      if (!now.count(m)) changed.insert(static_cast<uint32_t>(m >> 32));
+    }
+    if (changed.empty()) return;
+    t.applied = std::move(now);
+    t.applied_classes.clear();
+    for (Identity m : t.applied) t.applied_classes.insert(static_cast<uint32_t>(m >> 32));
+    g_applied_count.store(t.applied.size(), std::memory_order_release);
+    for (uint32_t c : changed) changed_classes.insert(t.classes.At(c));
+  }
+  const size_t done = RetransformNamed(jvmti, jni, changed_classes);
+  g_stats.shed_unprobed.store(g_applied_count.load());
+  g_stats.shed_classes.fetch_add(done, std::memory_order_relaxed);
+  g_stats.shed_batches.fetch_add(1, std::memory_order_relaxed);
+  if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
+}
+
+void JNICALL ShedThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
+  // Not a thread of the program: nothing it runs (Thread.exit at its end) is recorded.
+  g_runtime.thread_disable();
+  Wakeup& w = Wake();
+  uint64_t last_batch_ns = 0;
+  std::unique_lock<std::mutex> lock(w.mutex);
+  for (;;) {
+    w.cv.wait(lock, [&] { return w.pending || w.stop; });
+    if (w.stop) return;
+    // Debounce: changes that come within kBatchIntervalNs of the last batch
+    // wait for its end and then go together.
+    const uint64_t now = MonotonicNs();
+    if (last_batch_ns != 0 && now < last_batch_ns + kBatchIntervalNs) {
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::nanoseconds(last_batch_ns + kBatchIntervalNs - now);
+      w.cv.wait_until(lock, until, [&] { return w.stop; });
+      if (w.stop) return;
+    }
+    w.pending = false;
+    lock.unlock();
+    Apply(jvmti, jni);
+    last_batch_ns = MonotonicNs();
+    lock.lock();
+  }
+}
+
+}  // namespace
+
+void NoteTraced(std::string_view class_name, const std::vector<TracedMethod>& traced) {
+  if (!g_shedding.load(std::memory_order_acquire) || traced.empty()) return;
+  MethodTable& t = Table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  const uint64_t cls = t.classes.Intern(class_name);
+  std::string sig;
+  for (const TracedMethod& m : traced) {
+    sig.assign(m.name).append(m.descriptor);
+    if (m.id >= t.by_id.size()) t.by_id.resize(m.id + 1);
+    t.by_id[m.id] = cls << 32 | t.signatures.Intern(sig);
+  }
+}
+
+bool IsShed(std::string_view class_name, std::string_view method_name, std::string_view descriptor) {
+  if (g_applied_count.load(std::memory_order_acquire) == 0) return false;
+  MethodTable& t = Table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  const uint64_t cls = t.classes.Find(class_name);
+  if (cls == 0 || !t.applied_classes.count(static_cast<uint32_t>(cls))) return false;
+  std::string sig(method_name);
+  sig.append(descriptor);
+  const uint32_t s = t.signatures.Find(sig);
+  return s != 0 && t.applied.count(cls << 32 | s);
+}
+
+void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni) {
+  static bool started = false;  // VMInit or the first attach; a later attach finds it running
+  if (started) {
+    // Attached again after a detach, during which the shed thread changed
+    // nothing: it compares the shed set with what is unprobed again.
+    OnShedChanged();
+    return;
+  }
+  if (g_runtime.shed_keys == nullptr || g_runtime.set_shed_listener == nullptr) return;  // an older runtime
+  jclass thread_class = jni->FindClass("java/lang/Thread");
+  jmethodID init = thread_class ? jni->GetMethodID(thread_class, "<init>", "(Ljava/lang/String;)V") : nullptr;
+  jstring name = init ? jni->NewStringUTF("lookback-shed") : nullptr;
+  jobject thread = name ? jni->NewObject(thread_class, init, name) : nullptr;
+  if (thread == nullptr) {
+    jni->ExceptionClear();
+    Say("cannot create the budget's agent thread: shed Java methods keep their probes (their calls are still dropped)");
+    return;
+  }
+  g_shedding.store(true, std::memory_order_release);  // from now on the hook records its ids
+  // A daemon (JVMTI agent threads are): it never keeps the JVM from exiting.
+  if (jvmti->RunAgentThread(thread, &ShedThread, nullptr, JVMTI_THREAD_MIN_PRIORITY) != JVMTI_ERROR_NONE) {
+    g_shedding.store(false, std::memory_order_release);
+    Say("cannot start the budget's agent thread: shed Java methods keep their probes (their calls are still dropped)");
+    return;
+  }
+  started = true;
+  g_runtime.set_shed_listener(&OnShedChanged);
+}
+
+void StopShedding() {
+  if (!g_shedding.load()) return;
+  if (g_runtime.set_shed_listener != nullptr) g_runtime.set_shed_listener(nullptr);
+  Wakeup& w = Wake();
+  {
+    std::lock_guard<std::mutex> lock(w.mutex);
+    w.stop = true;
+  }
+  w.cv.notify_one();
+}
+
+}  // namespace lookback::jvm

@@ -5,7 +5,7 @@
 //                              of its CPU time, logging its own newest calls
 //                              (the ground truth) to TRUTH at the end
 //   budget phases SECONDS      the same for SECONDS, then a calm phase: a few
-//                              calls of leaf every 10 ms for 4.5 s, long
+//                              calls of leaf every 10 ms for 6 s, long
 //                              enough for the budget to bring shed functions back
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +90,7 @@ GT_NOINST int main(int argc, char** argv) {
   if (strcmp(argv[1], "hot") == 0 && argc > 3) {
     WriteTruth(argv[3]);
   } else if (strcmp(argv[1], "phases") == 0) {
-    for (int i = 0; i < 450; ++i) {
+    for (int i = 0; i < 600; ++i) {
       for (int k = 0; k < 5; ++k) g_sink = leaf(k);
       const timespec ten_ms = {0, 10'000'000};
       nanosleep(&ten_ms, nullptr);

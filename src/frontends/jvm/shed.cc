@@ -19,6 +19,7 @@
 // retransform too), and a shed method has no id at all while it is
 // unprobed, so the runtime's key for it is the one it had when it was shed.
 #include <jvmti.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <atomic>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "frontends/jvm/jvm_agent.h"
+#include "runtime/config.h"
 
 namespace lookback::jvm {
 namespace {
@@ -40,6 +42,30 @@ namespace {
 // At most one retransform batch per this much time: a retransform deoptimises
 // the class's compiled code, so a burst of shed decisions becomes one batch.
 constexpr uint64_t kBatchIntervalNs = 200'000'000;
+
+// A method loses its probes only once it has stayed shed this long
+// (LOOKBACK_JVM_RETRANSFORM_AFTER: a duration, 0 at once, `off` never).
+// Measured on javac (docs/jvm.md, "The overhead budget"): a retransform
+// throws away the compiled code of every method that inlined the shed one,
+// and the JIT's recompiling cost more CPU than the probes' calls into
+// lb_enter did over a 10 s run. Until then the method's calls are dropped by
+// lb_enter's filter; a long-running program, which the budget is for, pays
+// the recompilation once and the probes' calls never again.
+constexpr uint64_t kDefaultRetransformAfterNs = 30'000'000'000;
+constexpr uint64_t kNever = ~uint64_t{0};
+
+uint64_t RetransformAfterNs() {
+  static const uint64_t after = [] {
+    const char* v = getenv("LOOKBACK_JVM_RETRANSFORM_AFTER");
+    if (v == nullptr || *v == '\0') return kDefaultRetransformAfterNs;
+    if (std::string_view(v) == "off") return kNever;
+    uint64_t ns = 0;
+    if (rt::ParseDuration(v, &ns)) return ns;
+    Say(std::string("LOOKBACK_JVM_RETRANSFORM_AFTER='") + v + "' is not a duration or off; using 30s");
+    return kDefaultRetransformAfterNs;
+  }();
+  return after;
+}
 
 uint64_t MonotonicNs() {
   timespec ts{};
@@ -79,6 +105,7 @@ struct MethodTable {
   Interned classes;                              // internal names, a/b/C
   Interned signatures;                           // name + descriptor, "step(I)I"
   std::vector<Identity> by_id;                   // method id -> its identity (0: not a traced method)
+  std::unordered_map<Identity, uint64_t> shed_since;  // shed by the runtime, since (CLOCK_MONOTONIC)
   std::unordered_set<Identity> applied;          // unprobed now (the hook leaves them so)
   std::unordered_set<uint32_t> applied_classes;  // their classes
 };
@@ -170,21 +197,39 @@ size_t RetransformNamed(jvmtiEnv* jvmti, JNIEnv* jni, const std::unordered_set<s
   return done;
 }
 
-// The shed thread's work after a change: the methods shed now, by identity,
-// against those unprobed now; the classes of the difference are retransformed
-// (the hook reads the new set).
-void Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
-  if (!ProbesReady()) return;  // detached: the hook rewrites nothing, so there is nothing to change
+// The shed thread's work after a change, or when a method's wait is over:
+// the methods shed now for RetransformAfterNs(), by identity, against those
+// unprobed now; the classes of the difference are retransformed (the hook
+// reads the new set). Returns when to look again for methods still waiting
+// (CLOCK_MONOTONIC ns; 0: none).
+uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
+  if (!ProbesReady()) return 0;  // detached: the hook rewrites nothing, so there is nothing to change
   const std::vector<uint64_t> keys = ShedKeysNow();
+  const uint64_t after = RetransformAfterNs();
+  const uint64_t now_ns = MonotonicNs();
+  uint64_t next_ns = 0;
   std::unordered_set<std::string> changed_classes;
   MethodTable& t = Table();
   {
     std::lock_guard<std::mutex> lock(t.mutex);
-    std::unordered_set<Identity> now;
+    std::unordered_set<Identity> shed;
     for (uint64_t key : keys) {
       const uint64_t id = key & 0xffffffffu;
       if (key != MethodKey(static_cast<uint32_t>(id))) continue;  // a native function, not a Java method
-      if (id < t.by_id.size() && t.by_id[id] != 0) now.insert(t.by_id[id]);
+      if (id < t.by_id.size() && t.by_id[id] != 0) shed.insert(t.by_id[id]);
+    }
+    for (auto it = t.shed_since.begin(); it != t.shed_since.end();) {
+      it = shed.count(it->first) ? std::next(it) : t.shed_since.erase(it);
+    }
+    std::unordered_set<Identity> now;
+    for (Identity m : shed) {
+      const uint64_t since = t.shed_since.try_emplace(m, now_ns).first->second;
+      if (after == kNever) continue;
+      if (now_ns - since >= after) {
+        now.insert(m);
+      } else if (next_ns == 0 || since + after < next_ns) {
+        next_ns = since + after;
+      }
     }
     std::set<uint32_t> changed;
     for (Identity m : now) {
@@ -193,7 +238,7 @@ void Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
     for (Identity m : t.applied) {
       if (!now.count(m)) changed.insert(static_cast<uint32_t>(m >> 32));
     }
-    if (changed.empty()) return;
+    if (changed.empty()) return next_ns;
     t.applied = std::move(now);
     t.applied_classes.clear();
     for (Identity m : t.applied) t.applied_classes.insert(static_cast<uint32_t>(m >> 32));
@@ -205,6 +250,7 @@ void Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   g_stats.shed_classes.fetch_add(done, std::memory_order_relaxed);
   g_stats.shed_batches.fetch_add(1, std::memory_order_relaxed);
   if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
+  return next_ns;
 }
 
 void JNICALL ShedThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
@@ -212,9 +258,16 @@ void JNICALL ShedThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
   g_runtime.thread_disable();
   Wakeup& w = Wake();
   uint64_t last_batch_ns = 0;
+  uint64_t next_ns = 0;  // a shed method's wait ends then (0: none waiting)
   std::unique_lock<std::mutex> lock(w.mutex);
   for (;;) {
-    w.cv.wait(lock, [&] { return w.pending || w.stop; });
+    if (next_ns == 0) {
+      w.cv.wait(lock, [&] { return w.pending || w.stop; });
+    } else {
+      const uint64_t now = MonotonicNs();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(next_ns > now ? next_ns - now : 0);
+      w.cv.wait_until(lock, until, [&] { return w.pending || w.stop; });
+    }
     if (w.stop) return;
     // Debounce: changes that come within kBatchIntervalNs of the last batch
     // wait for its end and then go together.
@@ -227,7 +280,7 @@ void JNICALL ShedThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
     }
     w.pending = false;
     lock.unlock();
-    Apply(jvmti, jni);
+    next_ns = Apply(jvmti, jni);
     last_batch_ns = MonotonicNs();
     lock.lock();
   }

@@ -279,25 +279,13 @@ struct BackgroundJvm {
   }
 };
 
+// These tests are about the retransform: at once, not after the 30 s a
+// method waits by default (shed.cc).
 void StartBackground(const std::vector<std::string>& argv, const std::string& stop, BackgroundJvm* b) {
   b->stop = stop;
-  int fds[2];
-  if (pipe(fds) != 0) return;
-  b->pid = fork();
-  if (b->pid == 0) {
-    // These tests are about the retransform: at once, not after the 30 s a
-    // method waits by default (shed.cc).
-    setenv("LOOKBACK_JVM_RETRANSFORM_AFTER", "0", 1);
-    dup2(fds[1], 1);
-    close(fds[0]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  b->out = fdopen(fds[0], "r");
+  const Background bg = StartReadingStdout(argv, {{"LOOKBACK_JVM_RETRANSFORM_AFTER", "0"}});
+  b->pid = bg.pid;
+  b->out = bg.out;
 }
 
 // The keys a dump names `name` (a Java method gets a new key each time its

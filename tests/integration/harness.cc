@@ -139,4 +139,24 @@ const format::ThreadInfo* FindThread(const format::Dump& d, const std::string& n
   return nullptr;
 }
 
+Background StartReadingStdout(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  Background b;
+  int fds[2];
+  if (pipe(fds) != 0) return b;
+  b.pid = fork();
+  if (b.pid == 0) {
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    dup2(fds[1], 1);
+    close(fds[0]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  b.out = fdopen(fds[0], "r");
+  return b;
+}
+
 }  // namespace lookback::testing

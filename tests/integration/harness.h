@@ -2,7 +2,10 @@
 // record` or linked with liblookback), collect their dumps, decode them.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +46,14 @@ std::map<uint32_t, std::vector<TEvent>> DumpEvents(const format::Dump& d);
 std::map<uint32_t, std::vector<TEvent>> GroundTruth(const std::string& path);
 
 format::Dump MustOpen(const std::string& path);
+
+// A program started in the background whose stdout the test reads (`out`;
+// nullptr if it could not be started), with extra environment variables.
+struct Background {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+};
+Background StartReadingStdout(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
 const format::ThreadInfo* FindThread(const format::Dump& d, const std::string& name);
 
 }  // namespace lookback::testing

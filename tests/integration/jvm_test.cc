@@ -551,31 +551,6 @@ TEST_P(JvmModes, JavaApiScopesTriggerSlowScopeAndDumpReturnsItsPath) {
   EXPECT_NE(plain.out.find("dump: null"), std::string::npos) << plain.out;
 }
 
-// A program started in the background whose stdout the test reads.
-struct Background {
-  pid_t pid = -1;
-  FILE* out = nullptr;
-};
-
-Background StartReadingStdout(const std::vector<std::string>& argv) {
-  Background b;
-  int fds[2];
-  if (pipe(fds) != 0) return b;
-  b.pid = fork();
-  if (b.pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  b.out = fdopen(fds[0], "r");
-  return b;
-}
-
 // `lookback dump PID` (the control socket) and the dump signal, which for a
 // JVM is SIGPWR (HotSpot takes SIGUSR2 for itself), both dump a running JVM,
 // which runs on and exits normally.

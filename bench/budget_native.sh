@@ -12,7 +12,7 @@
 # plain, and from the exit dump the budget's own estimate and the time the
 # busiest thread's ring holds.
 #   bench/budget_native.sh [ROUNDS]   (env: BUILD=/tmp/bench-build WORK=/tmp/lookback-compare
-#                                      SQLITE_SIZE=60 LUA_REPEATS=60)
+#                                      SQLITE_SIZE=60 LUA_REPEATS=60 VARIANTS="plain pass,budget")
 set -euo pipefail
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 rounds=${1:-5}
@@ -29,7 +29,7 @@ lb="$build/lookback"
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-variants=("plain" "pass,budget" "pass,off" "hooks,budget" "hooks,off")
+read -r -a variants <<< "${VARIANTS:-plain pass,budget pass,off hooks,budget hooks,off}"
 binary() {  # program variant
   case $2 in
     plain) echo "$work/bin/$1_clang_plain" ;;

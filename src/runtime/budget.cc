@@ -302,7 +302,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
         continue;
       }
       const uint64_t dcpu = cpu - st.cpu_ns;
-      if (dcpu < kBudgetMinCpuNs) continue;  // keep the baseline until there is enough to judge
+      if (dcpu < (st.judged ? kBudgetMinCpuNs : kBudgetFirstCpuNs)) continue;  // keep the baseline until there is enough to judge
       const uint64_t dpos = pos - st.pos, dfiltered = filtered - st.filtered;
       const double cost = static_cast<double>(dpos) * b.cost.recorded_ns + static_cast<double>(dfiltered) * b.cost.filtered_ns;
       const double own = std::max(static_cast<double>(dcpu) - cost, static_cast<double>(dcpu) / 10);

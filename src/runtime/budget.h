@@ -39,10 +39,13 @@
 
 namespace lookback::rt {
 
-inline constexpr uint64_t kBudgetTickNs = 100'000'000;
-// A thread is judged once it has used this much CPU since it was last judged:
-// less says too little about its rate (a short program is never shed).
-inline constexpr uint64_t kBudgetMinCpuNs = 100'000'000;
+inline constexpr uint64_t kBudgetTickNs = 25'000'000;
+// A thread is first judged once it has used this much CPU (a short program
+// is never shed), then each time it has used kBudgetMinCpuNs more: a new
+// phase of the program, with hot functions of its own, pays full price for
+// that long at most.
+inline constexpr uint64_t kBudgetFirstCpuNs = 100'000'000;
+inline constexpr uint64_t kBudgetMinCpuNs = 25'000'000;
 // A function is shed on a sample's word only with at least this many
 // records in it: its share is then known within about a fifth.
 inline constexpr uint64_t kBudgetMinSampleRecords = 32;

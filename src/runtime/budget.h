@@ -5,10 +5,12 @@
 // calls are the shortest.
 //
 // Estimate. Every kBudgetTickNs the control thread reads, for each live
-// ring, the records written since it last looked (Ring::pos) and the thread's
+// ring whose thread has used enough CPU since it was last judged
+// (kBudgetFirstCpuNs, then kBudgetMinCpuNs), the records written since then
+// (Ring::pos), the calls the filter dropped (Ring::filtered) and the thread's
 // CPU time, and prices the records at the cost of one trace point measured
 // at start on this machine, for the clock mode and front-end in use
-// (MeasureTracePointNs). The estimate is that cost over the CPU time the
+// (MeasureTracePoint). The estimate is that cost over the CPU time the
 // thread spent on its own work (CPU time less the cost).
 //
 // Shed. When a thread's estimate passes the budget, the control thread reads

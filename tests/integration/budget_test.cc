@@ -60,7 +60,10 @@ uint64_t KeyNamed(const format::Dump& d, const std::map<uint32_t, std::vector<TE
 // and with the clang pass (shed through each function's guard).
 class Budget : public ::testing::TestWithParam<const char*> {
  protected:
-  static bool Skip() { return std::string(GetParam()) == "budget-pass" && std::string(LOOKBACK_PASS_PLUGIN).empty(); }
+  static bool Skip() {
+    return std::string(GetParam()) == "budget-pass" &&
+           (std::string(LOOKBACK_PASS_PLUGIN).empty() || std::string(LOOKBACK_TEST_CLANGXX).empty());
+  }
 };
 
 TEST_P(Budget, TheHottestFunctionIsShedAndTheDumpSaysWhenWhyAndByWhichThread) {

@@ -16,7 +16,9 @@
 // Shed. When a thread's estimate passes the budget, the control thread reads
 // the thread's latest records (at most kBudgetScanRecords), counts them per
 // function, and sheds the most frequent (shorter mean duration first among
-// equals) until what is left fits in two thirds of the budget. A shed
+// equals) until what the thread records fits in two thirds of the budget
+// (the calls of functions already shed cost what they cost whatever is shed
+// next: they are in the estimate, and info reports them). A shed
 // function is filtered where its trace points run: the compiler hooks and
 // lb_enter/lb_exit look it up in the run-time filter table (exclude.h), code
 // built with the clang pass tests the function's own guard byte

@@ -366,6 +366,22 @@ uint64_t BudgetTick(uint64_t now_ns) {
       for (ShedFunction& f : b.history) {
         if (f.until_ns == kUntilPending) f.until_ns = before_ns;
       }
+      // Every thread's next judgement measures from here: what it wrote
+      // while this tick decided and published (the sampling takes a while,
+      // tens of ms in a sanitized build) is at the old set's rate, and would
+      // make the next judgement shed what the new set needs no longer.
+      for (uint32_t i = 0; i < rt.registry_size; ++i) {
+        const Ring* r = rt.registry[i].load(std::memory_order_acquire);
+        if (r == nullptr || r->state.load(std::memory_order_acquire) != kRingLive) continue;
+        auto it = b.threads.find(r->tid);
+        if (it == b.threads.end() || it->second.ring != r) continue;
+        bool ok = false;
+        const uint64_t cpu = ThreadCpuNs(r->tid, &ok);
+        if (!ok) continue;
+        it->second.pos = __atomic_load_n(&r->pos, __ATOMIC_ACQUIRE);
+        it->second.filtered = __atomic_load_n(&r->filtered, __ATOMIC_RELAXED);
+        it->second.cpu_ns = cpu;
+      }
     }
   }
   // Outside b.mutex: the listener may ask for the keys.

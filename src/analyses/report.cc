@@ -25,7 +25,11 @@ std::string ReportBuilder::Begin(const model::ExportContext& ctx) {
   report_ = Report{};
   report_.window_start_ns = std::numeric_limits<int64_t>::max();
   report_.window_end_ns = std::numeric_limits<int64_t>::min();
+  report_.cpu_known = true;
   all_accs_.clear();
+  aside_.clear();
+  waits_ = WaitFunctions(*ctx.dump, options_.wait_globs);
+  jvm_ = IsJvmDump(*ctx.dump);
   return "";
 }
 
@@ -35,6 +39,11 @@ void ReportBuilder::BeginThread(const format::ThreadInfo& t) {
   tid_ = t.tid;
   thread_name_ = t.name;
   thread_seen_ = false;
+  root_wait_ = 0;
+  const size_t index = static_cast<size_t>(&t - ctx_->dump->threads.data());
+  cpu_ = index < ctx_->dump->threads.size() ? model::CpuTimeline::ForThread(*ctx_->dump, index, ctx_->clock)
+                                            : model::CpuTimeline();
+  if (index < ctx_->quiet.size()) cpu_.Refine(ctx_->quiet[index]);
 }
 
 void ReportBuilder::Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) {
@@ -46,7 +55,10 @@ void ReportBuilder::Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) {
   ++a.calls;
   const bool outermost = a.active++ == 0;
   if (outermost) ++a.outer_calls;
-  stack_.push_back(Frame{key, ts, 0, next_bound_, &a, outermost, (flags & model::kSliceStartCut) != 0});
+  Frame f{key, ts, 0, 0, next_bound_, &a, outermost, (flags & model::kSliceStartCut) != 0};
+  if (ctx_ != nullptr && ctx_->symbols != nullptr) f.waits = waits_.IsWaitKey(key, ctx_->symbols->Lookup(key).name);
+  f.cpu_start = cpu_.CpuAt(ts);
+  stack_.push_back(f);
   next_bound_ = 0;
 }
 
@@ -65,10 +77,30 @@ void ReportBuilder::Exit(uint64_t, int64_t ts, uint32_t, uint8_t flags) {
     a.inclusive_bound += bound;
   }
   if (bound * 100 > total) ++a.uncertain;
-  a.self += std::max<int64_t>(0, total - f.children);
+  // Waiting: all of a waiting function; else what the CPU readings say was
+  // off CPU, and never less than its callees waited (a waiting callee's
+  // share of the readings' even rate is its caller's own CPU time).
+  int64_t wait = f.children_wait;
+  if (f.waits) {
+    wait = total;
+  } else if (cpu_.known()) {
+    const int64_t on = std::clamp<int64_t>(static_cast<int64_t>(cpu_.CpuAt(ts) - f.cpu_start + 0.5), 0, total);
+    wait = std::max(wait, total - on);
+  }
+  wait = std::min(wait, total);
+  const int64_t self = std::max<int64_t>(0, total - f.children);
+  const int64_t self_wait = std::clamp<int64_t>(wait - f.children_wait, 0, self);
+  a.self += self;
+  a.self_cpu += self - self_wait;
+  if (f.outermost) a.inclusive_cpu += total - wait;
   a.max = std::max(a.max, total);
   if (f.clipped || (flags & (model::kSliceOpen | model::kSliceUnwound)) != 0) ++a.clipped;
-  if (!stack_.empty()) stack_.back().children += total;
+  if (!stack_.empty()) {
+    stack_.back().children += total;
+    stack_.back().children_wait += wait;
+  } else {
+    root_wait_ += wait;
+  }
 }
 
 void ReportBuilder::Flush(std::unordered_map<uint64_t, Acc>& accs, uint32_t tid, const std::string& thread) {
@@ -89,6 +121,8 @@ void ReportBuilder::Flush(std::unordered_map<uint64_t, Acc>& accs, uint32_t tid,
     s.inclusive_ns = a.inclusive;
     s.self_ns = a.self;
     s.max_ns = a.max;
+    s.self_cpu_ns = a.self_cpu;
+    s.inclusive_cpu_ns = a.inclusive_cpu;
     s.clipped = a.clipped;
     s.inclusive_bound_ns = a.inclusive_bound;
     s.uncertain = a.uncertain;
@@ -101,15 +135,46 @@ void ReportBuilder::EndThread(const model::ThreadSummary& summary) {
   while (!stack_.empty()) Exit(stack_.back().key, thread_last_, 0, model::kSliceOpen);  // never with the walker
   report_.repairs.Add(summary);
   if (!thread_seen_) return;
-  ++report_.threads;
-  report_.thread_time_ns += thread_last_ - thread_first_;
-  report_.window_start_ns = std::min(report_.window_start_ns, thread_first_);
-  report_.window_end_ns = std::max(report_.window_end_ns, thread_last_);
-  if (options_.per_thread) {
-    Flush(thread_accs_, tid_, thread_name_);
+  const int64_t span = thread_last_ - thread_first_;
+  // On CPU over the traced span: what the readings say, and no more than
+  // the span less its outermost frames' waiting (waiting functions are all
+  // wait); without readings, that alone.
+  int64_t cpu = std::max<int64_t>(0, span - root_wait_);
+  if (cpu_.known()) cpu = std::min(cpu, cpu_.OnCpu(thread_first_, thread_last_));
+  const bool housekeeping = jvm_ && IsHousekeepingThread(thread_name_);
+  if (!options_.all_threads && (housekeeping || OnlyWaited(cpu, span))) {
+    SetAsideThread t;
+    t.tid = tid_;
+    t.name = thread_name_;
+    t.why = housekeeping ? "housekeeping" : "waited";
+    t.span_ns = span;
+    t.cpu_ns = cpu;
+    for (const auto& [key, a] : thread_accs_) {
+      if (a.self > t.top_self_ns) {
+        t.top_self_ns = a.self;
+        t.top = ctx_ != nullptr && ctx_->symbols != nullptr ? ctx_->symbols->Lookup(key).name : fmt::format("0x{:x}", key);
+      }
+    }
+    aside_.push_back(Aside{std::move(t), thread_first_, thread_last_, cpu_.known(), std::move(thread_accs_)});
+    thread_accs_.clear();
     return;
   }
-  for (const auto& [key, a] : thread_accs_) {
+  Rank(tid_, thread_name_, thread_accs_, thread_first_, thread_last_, cpu, cpu_.known());
+}
+
+void ReportBuilder::Rank(uint32_t tid, const std::string& name, std::unordered_map<uint64_t, Acc>& accs, int64_t first,
+                         int64_t last, int64_t cpu, bool cpu_known) {
+  ++report_.threads;
+  report_.thread_time_ns += last - first;
+  report_.thread_cpu_ns += cpu;
+  report_.cpu_known = report_.cpu_known && cpu_known;
+  report_.window_start_ns = std::min(report_.window_start_ns, first);
+  report_.window_end_ns = std::max(report_.window_end_ns, last);
+  if (options_.per_thread) {
+    Flush(accs, tid, name);
+    return;
+  }
+  for (const auto& [key, a] : accs) {
     Acc& m = all_accs_[key];
     m.calls += a.calls;
     m.outer_calls += a.outer_calls;
@@ -118,13 +183,25 @@ void ReportBuilder::EndThread(const model::ThreadSummary& summary) {
     m.inclusive_bound += a.inclusive_bound;
     m.inclusive += a.inclusive;
     m.self += a.self;
+    m.self_cpu += a.self_cpu;
+    m.inclusive_cpu += a.inclusive_cpu;
     m.max = std::max(m.max, a.max);
   }
 }
 
 std::string ReportBuilder::End() {
+  // Nothing but waiting threads: then they are the story after all.
+  if (report_.threads == 0) {
+    for (Aside& t : aside_) Rank(t.info.tid, t.info.name, t.accs, t.first, t.last, t.info.cpu_ns, t.cpu_known);
+  } else {
+    for (Aside& t : aside_) report_.set_aside.push_back(std::move(t.info));
+  }
+  aside_.clear();
   if (!options_.per_thread) Flush(all_accs_, 0, "");
   if (report_.threads == 0) report_.window_start_ns = report_.window_end_ns = 0;
+  if (report_.threads == 0) report_.cpu_known = false;
+  std::sort(report_.set_aside.begin(), report_.set_aside.end(),
+            [](const SetAsideThread& a, const SetAsideThread& b) { return a.span_ns > b.span_ns; });
   all_accs_.clear();
   thread_accs_.clear();
   return "";
@@ -144,7 +221,8 @@ std::string ReportDump(const format::Dump& dump, symbolize::Symbolizer& symbols,
 bool ParseSortKey(const std::string& text, SortKey* key) {
   static const std::pair<const char*, SortKey> kKeys[] = {{"self", SortKey::kSelf},   {"inclusive", SortKey::kInclusive},
                                                           {"calls", SortKey::kCalls}, {"max", SortKey::kMax},
-                                                          {"avg", SortKey::kAvg},     {"name", SortKey::kName}};
+                                                          {"avg", SortKey::kAvg},     {"name", SortKey::kName},
+                                                          {"cpu", SortKey::kCpu},     {"wait", SortKey::kWait}};
   for (const auto& [name, k] : kKeys) {
     if (text == name) return *key = k, true;
   }
@@ -160,6 +238,8 @@ void SortFunctions(std::vector<FunctionStats>* functions, SortKey key) {
       case SortKey::kMax: return f.max_ns;
       case SortKey::kAvg: return f.avg_ns();
       case SortKey::kName: return 0;
+      case SortKey::kCpu: return f.self_cpu_ns;
+      case SortKey::kWait: return f.self_wait_ns();
     }
     return 0;
   };

@@ -15,6 +15,14 @@
 //   max        the longest single activation.
 //   share      of the traced thread time: the sum, over the selected threads,
 //              of the span from each thread's first event to its last.
+//   cpu, wait  the part of self (or inclusive) time the thread was on CPU,
+//              and the rest, blocked or waiting for a core (model/cpu_time.h;
+//              calls of waiting functions are all wait, waiting.h). Without
+//              CPU readings for a thread only the waiting functions' time is
+//              known as waiting.
+// Threads that only waited, and a JVM's housekeeping threads, are not the
+// story: unless ReportOptions::all_threads they are left out of the rows and
+// listed in Report::set_aside instead.
 // Frames cut by the window or the dump (kSliceStartCut, kSliceOpen) or whose
 // exit was repaired (kSliceUnwound) count with their clipped durations; rows
 // say how many of their activations were clipped.
@@ -25,6 +33,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyses/waiting.h"
+#include "model/cpu_time.h"
 #include "model/walk.h"
 
 namespace lookback::analyses {
@@ -40,6 +50,9 @@ struct FunctionStats {
   int64_t inclusive_ns = 0;
   int64_t self_ns = 0;
   int64_t max_ns = 0;
+  int64_t self_cpu_ns = 0;       // self time on CPU; self_ns - self_cpu_ns waited
+  int64_t inclusive_cpu_ns = 0;  // inclusive time on CPU (outermost activations)
+  int64_t self_wait_ns() const { return self_ns - self_cpu_ns; }
   uint64_t clipped = 0;  // activations cut by the window or dump, or repaired
   // Fast clock: the sum over outermost activations of how far their
   // inclusive time may be off (the widths of their entry's and exit's
@@ -63,17 +76,33 @@ struct RepairCounts {
   void Add(const model::ThreadSummary& s);
 };
 
+// A thread left out of the rows (see above), with what it did.
+struct SetAsideThread {
+  uint32_t tid = 0;
+  std::string name;
+  std::string why;          // "housekeeping" or "waited"
+  int64_t span_ns = 0;      // traced time
+  int64_t cpu_ns = 0;       // of it on CPU
+  std::string top;          // its function with the most self time
+  int64_t top_self_ns = 0;
+};
+
 struct Report {
   std::vector<FunctionStats> functions;  // in no particular order: see SortFunctions
   uint32_t threads = 0;                  // threads with at least one call
   uint64_t calls = 0;                    // all activations
   int64_t thread_time_ns = 0;            // the shares' whole (see above)
   int64_t window_start_ns = 0, window_end_ns = 0;  // CLOCK_MONOTONIC, first event .. last event
+  int64_t thread_cpu_ns = 0;             // of thread_time_ns, on CPU
+  bool cpu_known = false;                // CPU readings covered every ranked thread
   RepairCounts repairs;
+  std::vector<SetAsideThread> set_aside;  // by traced time, longest first
 };
 
 struct ReportOptions {
-  bool per_thread = false;  // one row per (thread, function) instead of per function
+  bool per_thread = false;   // one row per (thread, function) instead of per function
+  bool all_threads = false;  // rank every thread, the waiting and housekeeping ones too
+  std::vector<std::string> wait_globs;  // more waiting functions (--wait)
 };
 
 // Feed it to model::Walk (or drive it by hand), then Take() the report.
@@ -97,18 +126,31 @@ class ReportBuilder : public model::TraceSink {
   struct Acc {
     uint64_t calls = 0, outer_calls = 0, clipped = 0, uncertain = 0;
     int64_t inclusive = 0, self = 0, max = 0, inclusive_bound = 0;
+    int64_t self_cpu = 0, inclusive_cpu = 0;
     uint32_t active = 0;  // activations of this function on the stack now
   };
   struct Frame {
     uint64_t key;
     int64_t start;
     int64_t children = 0;  // inclusive time of the direct callees
+    int64_t children_wait = 0;  // of it, waiting
     int64_t bound = 0;     // width of the entry's bound (fast clock)
     Acc* acc;
     bool outermost;
     bool clipped;
+    bool waits = false;      // a waiting function: all of it is wait
+    double cpu_start = 0;    // the thread's CPU time at entry (cpu_)
   };
   void Flush(std::unordered_map<uint64_t, Acc>& accs, uint32_t tid, const std::string& thread);
+  void Rank(uint32_t tid, const std::string& name, std::unordered_map<uint64_t, Acc>& accs, int64_t first, int64_t last,
+            int64_t cpu, bool cpu_known);
+  struct Aside {
+    SetAsideThread info;
+    int64_t first, last;
+    bool cpu_known;
+    std::unordered_map<uint64_t, Acc> accs;
+  };
+  std::vector<Aside> aside_;  // set aside unless no thread is ranked (End)
 
   ReportOptions options_;
   const model::ExportContext* ctx_ = nullptr;
@@ -121,6 +163,10 @@ class ReportBuilder : public model::TraceSink {
   int64_t thread_first_ = 0, thread_last_ = 0;
   bool thread_seen_ = false;
   int64_t next_bound_ = 0;  // from EventBound, for the next Enter or Exit
+  model::CpuTimeline cpu_;   // the thread being walked
+  WaitFunctions waits_;
+  int64_t root_wait_ = 0;    // waiting time of the thread's outermost frames
+  bool jvm_ = false;
 };
 
 // Walks `dump` (model::Walk with `walk`'s thread, window and progress) into
@@ -130,8 +176,9 @@ std::string ReportDump(const format::Dump& dump, symbolize::Symbolizer& symbols,
 
 // ---- sorting ----------------------------------------------------------------
 
-enum class SortKey { kSelf, kInclusive, kCalls, kMax, kAvg, kName };
-// "self", "inclusive", "calls", "max", "avg", "name"; false if none of them.
+enum class SortKey { kSelf, kInclusive, kCalls, kMax, kAvg, kName, kCpu, kWait };
+// "self", "inclusive", "calls", "max", "avg", "name", "cpu" (self time on
+// CPU), "wait" (self time waiting); false if none of them.
 bool ParseSortKey(const std::string& text, SortKey* key);
 // Largest first (name: alphabetical); ties broken by name, then thread.
 void SortFunctions(std::vector<FunctionStats>* functions, SortKey key);

@@ -215,8 +215,9 @@ static_assert(IsUntimed(MakeUntimed(true, kKeyLimit - 1)) && IsUntimedExit(MakeU
 // Readers skip section types they do not know.
 // ---------------------------------------------------------------------------
 inline constexpr char kMagic[8] = {'L', 'O', 'O', 'K', 'B', 'A', 'C', 'K'};
-inline constexpr uint16_t kDumpVersion = 5;  // 2: TRIGGER section, kThreadTrimmed; 3: SAMPLES section;
-                                             // 4: base slots in records, 28 TSC bits; 5: fast-clock rings
+inline constexpr uint16_t kDumpVersion = 6;  // 2: TRIGGER section, kThreadTrimmed; 3: SAMPLES section;
+                                             // 4: base slots in records, 28 TSC bits; 5: fast-clock rings;
+                                             // 6: CPU section
 inline constexpr uint16_t kMinReaderVersion = 4;
 // A dump holding a fast-clock ring needs a reader that knows their TSCs are
 // bounds (a version-4 reader would take them for exact times).
@@ -252,6 +253,7 @@ enum class SectionType : uint32_t {
   kTrigger = 7,
   kSamples = 8,  // version 3
   kMetadata = 9, // version 4: key/value strings (format::metadata, and front-ends' notes); readers of any version skip it
+  kCpu = 10,     // version 6: a thread's CPU time read every 10 ms by the control thread (runtime/cpu_log.h)
 };
 
 // PROCESS payload: u32 pid, u32 ppid, u32 dump sequence number (1-based),
@@ -327,6 +329,10 @@ inline constexpr const char* kBudgetThreads = "budget.threads";
 // still shed), its calls per CPU second and mean duration (0: unmeasured)
 // then, and the thread whose estimate shed it.
 inline constexpr const char* kBudgetShed = "budget.shed";
+// The --stall-idle globs (LOOKBACK_STALL_IDLE), comma-separated: functions
+// in which the program waits by its own account. Analyses count the time
+// inside them as waiting (model/cpu_time.h).
+inline constexpr const char* kStallIdle = "stall.idle";
 }  // namespace metadata
 
 enum SampleField : uint32_t {

@@ -392,6 +392,31 @@ Result<Dump> Dump::Parse(std::span<const uint8_t> bytes, bool salvage) {
         if (!c.failed()) d.samples.push_back(std::move(ts));
         break;
       }
+      case SectionType::kCpu: {
+        ThreadCpu tc;
+        uint32_t flags = 0, count = 0, zero = 0;
+        c.U32(&tc.tid), c.U32(&flags), c.U64(&tc.interval_ns), c.U32(&count), c.U32(&zero);
+        if (c.failed()) break;
+        if (d.threads.empty() || d.threads.back().tid != tc.tid)
+          return Error{"CPU readings of thread " + std::to_string(tc.tid) + " do not follow that thread's section", body};
+        if (count > c.remaining() / 16) {
+          Error e{"thread " + std::to_string(tc.tid) + " claims " + std::to_string(count) +
+                      " CPU readings that do not fit their section",
+                  body + 16};
+          if (!damage(e)) return e;
+          break;
+        }
+        tc.thread_index = d.threads.size() - 1;
+        tc.readings.reserve(count);
+        for (uint32_t i = 0; i < count && !c.failed(); ++i) {
+          CpuReading r;
+          c.U64(&r.tsc), c.U64(&r.cpu_ns);
+          if (!tc.readings.empty() && (r.tsc < tc.readings.back().tsc || r.cpu_ns < tc.readings.back().cpu_ns)) continue;
+          tc.readings.push_back(r);
+        }
+        if (!c.failed()) d.cpu.push_back(std::move(tc));
+        break;
+      }
       default:
         d.warnings.push_back({"skipped unknown section type " + std::to_string(type), off});
         break;

@@ -83,6 +83,20 @@ struct ThreadSamples {
   std::vector<StateChange> states;
 };
 
+// A thread's CPU time as the control thread read it (CPU section, version
+// 6): readings in the records' clock, the TSC and the CPU time both
+// non-decreasing (a reader drops a reading that is not).
+struct CpuReading {
+  uint64_t tsc = 0;
+  uint64_t cpu_ns = 0;  // the thread's CPU time since it began
+};
+struct ThreadCpu {
+  size_t thread_index = 0;  // index into Dump::threads of the THREAD section it follows
+  uint32_t tid = 0;
+  uint64_t interval_ns = 0;  // between readings (a reading of a thread whose CPU time did not move is stretched instead)
+  std::vector<CpuReading> readings;
+};
+
 // The overhead budget as the writer ran it (METADATA budget.*; runtime/budget.h).
 struct ShedInfo {
   uint64_t key = 0;
@@ -130,6 +144,7 @@ class Dump {
   std::map<uint64_t, std::string> names;
   StatsInfo stats;
   std::optional<TriggerInfo> trigger;
+  std::vector<ThreadCpu> cpu;  // CPU section, one per thread that has one
   std::vector<ThreadSamples> samples;  // in THREAD order
   // METADATA section (version 4): key -> value, e.g. how long each phase of
   // writing this dump took (format::metadata). Empty for older dumps.

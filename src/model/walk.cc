@@ -183,14 +183,23 @@ WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const 
   };
   std::vector<Plan> plans;
   int64_t origin = kNoLimitHigh;
+  ctx.quiet.resize(dump.threads.size());
   for (const auto& t : dump.threads) {
     if (!Selected(t, options.thread)) continue;
     ThreadPass pass(ctx, t, nullptr, kNoLimitLow, kNoLimitHigh);
     bool first = true;
+    int64_t last_ns = 0;
+    auto& quiet = ctx.quiet[static_cast<size_t>(&t - dump.threads.data())];
     Feed(dump, t, [&](const Event& e) {
-      if (first && (e.kind == EventKind::kEnter || e.kind == EventKind::kExit)) {
-        first = false;
-        origin = std::min(origin, ctx.clock.MonotonicNs(e.tsc));
+      if (e.kind == EventKind::kEnter || e.kind == EventKind::kExit) {
+        const int64_t ns = ctx.clock.MonotonicNs(e.tsc);
+        if (first) {
+          first = false;
+          origin = std::min(origin, ns);
+        } else if (ns - last_ns >= kQuietGapNs) {
+          quiet.emplace_back(last_ns, ns);
+        }
+        last_ns = std::max(last_ns, ns);
       }
       return pass.OnEvent(e);
     });

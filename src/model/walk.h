@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format/reader.h"
@@ -53,7 +54,13 @@ struct ExportContext {
   int64_t origin_ns = 0;     // CLOCK_MONOTONIC ns of the earliest event exported
   int64_t dump_ns = 0;       // CLOCK_MONOTONIC ns when the dump was taken
   uint64_t total_events = 0; // ENTER/EXIT records in the selected threads (for progress)
+  // Per thread (index into dump->threads; empty for threads not selected):
+  // the silences of at least kQuietGapNs between two consecutive entries or
+  // exits, [from, to) in CLOCK_MONOTONIC ns. Where the CPU readings say a
+  // thread was off CPU, it was most likely there (CpuTimeline::Refine).
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> quiet;
 };
+inline constexpr int64_t kQuietGapNs = 50'000;
 
 // Exporters implement this (one file per format under src/exporters/).
 // Times are CLOCK_MONOTONIC nanoseconds; subtract ctx.origin_ns for relative.

@@ -11,6 +11,7 @@
 
 #include "format/format.h"
 #include "lookback/lookback.h"
+#include "runtime/cpu_log.h"
 #include "runtime/exclude.h"
 #include "runtime/pass_guards.h"
 #include "runtime/runtime.h"
@@ -63,14 +64,6 @@ Budget& B() {
   return *b;
 }
 
-uint64_t ThreadCpuNs(uint32_t tid, bool* ok) {
-  // A thread's CPU clock by id, as pthread_getcpuclockid builds it for any
-  // thread of this process (Linux: ~tid << 3 | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED).
-  const clockid_t id = static_cast<clockid_t>((~static_cast<int64_t>(tid) << 3) | 6);
-  timespec ts{};
-  *ok = clock_gettime(id, &ts) == 0;
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 struct KeyCount {
   uint64_t records = 0;  // entries and exits
@@ -286,7 +279,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
       if (r == nullptr || r->state.load(std::memory_order_acquire) != kRingLive) continue;
       ThreadState& st = b.threads[r->tid];
       bool ok = false;
-      const uint64_t cpu = ThreadCpuNs(r->tid, &ok);
+      const uint64_t cpu = ThreadCpuNsOf(r->tid, &ok);
       const uint64_t pos = __atomic_load_n(&r->pos, __ATOMIC_ACQUIRE);
       const uint64_t filtered = __atomic_load_n(&r->filtered, __ATOMIC_RELAXED);
       if (!ok) continue;
@@ -339,7 +332,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
     // Threads gone since: forget them.
     for (auto it = b.threads.begin(); it != b.threads.end();) {
       bool ok = false;
-      ThreadCpuNs(it->first, &ok);
+      ThreadCpuNsOf(it->first, &ok);
       it = ok ? std::next(it) : b.threads.erase(it);
     }
     // Calm: no thread judged this tick is over a quarter of the budget (an
@@ -376,7 +369,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
         auto it = b.threads.find(r->tid);
         if (it == b.threads.end() || it->second.ring != r) continue;
         bool ok = false;
-        const uint64_t cpu = ThreadCpuNs(r->tid, &ok);
+        const uint64_t cpu = ThreadCpuNsOf(r->tid, &ok);
         if (!ok) continue;
         it->second.pos = __atomic_load_n(&r->pos, __ATOMIC_ACQUIRE);
         it->second.filtered = __atomic_load_n(&r->filtered, __ATOMIC_RELAXED);

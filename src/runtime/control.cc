@@ -31,6 +31,7 @@
 
 #include "runtime/budget.h"
 #include "runtime/control_protocol.h"
+#include "runtime/cpu_log.h"
 #include "runtime/exclude.h"
 #include "runtime/runtime.h"
 #include "runtime/sampler.h"
@@ -281,6 +282,7 @@ void* ControlMain(void*) {
   uint64_t next_state_ns = SamplingOn() ? 1 : 0;  // 0: not sampling
   // The overhead budget's first look comes a tick after start: nothing to judge before.
   uint64_t next_budget_ns = BudgetOn() ? MonotonicNs() + kBudgetTickNs : 0;
+  uint64_t next_cpu_ns = 1;  // every thread's CPU time, always (cpu_log.h)
   for (;;) {
     // Sleep until woken, the next detector tick, or the next delayed dump.
     uint64_t now = MonotonicNs();
@@ -300,8 +302,13 @@ void* ControlMain(void*) {
       next_budget_ns = BudgetTick(now);
       now = MonotonicNs();
     }
+    if (now >= next_cpu_ns) {
+      next_cpu_ns = CpuLogTick(now);
+      now = MonotonicNs();
+    }
     uint64_t wake_at = detectors ? next_tick_ns : 0;
     if (next_budget_ns != 0 && (wake_at == 0 || next_budget_ns < wake_at)) wake_at = next_budget_ns;
+    if (wake_at == 0 || next_cpu_ns < wake_at) wake_at = next_cpu_ns;
     if (next_state_ns != 0 && (wake_at == 0 || next_state_ns < wake_at)) wake_at = next_state_ns;
     if (!R().config.exclude.empty() && (wake_at == 0 || wake_at > now + kExcludeRecheckNs)) wake_at = now + kExcludeRecheckNs;
     if (next_dump_ns != 0 && (wake_at == 0 || next_dump_ns < wake_at)) wake_at = next_dump_ns;

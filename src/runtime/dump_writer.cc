@@ -23,6 +23,7 @@
 #include "format/encode.h"
 #include "format/record_state.h"
 #include "runtime/budget.h"
+#include "runtime/cpu_log.h"
 #include "runtime/runtime.h"
 #include "runtime/sampler.h"
 #include "runtime/triggers.h"
@@ -345,6 +346,7 @@ struct ThreadDump {
   uint64_t snap_tsc = 0;
   std::vector<uint64_t> samples, states;  // sized for a whole copy before the snapshot
   uint64_t samples_lost = 0;
+  std::vector<uint64_t> cpu;  // (tsc, cpu ns) pairs (cpu_log.h); reserved before the snapshot
 };
 
 // Fixed part of a THREAD payload: tid, flags, 7 u64 (FORMAT.md).
@@ -356,6 +358,28 @@ uint64_t ThreadHeadRoom(const std::string& name) {
   return (format::kSectionHeaderSize + kThreadFixedBytes + 4 + std::max<uint64_t>(name.size(), 16) + 7) & ~uint64_t{7};
 }
 constexpr uint64_t kSamplesFixedBytes = 4 + 4 + 8 + 4 * 4 + 8;
+constexpr uint64_t kCpuFixedBytes = 4 + 4 + 8 + 4 + 4;
+
+// The CPU section of one thread (FORMAT.md), appended at `out`; returns its
+// size. With a window, the readings before the cut are left out except the
+// last one before it, so the CPU time at the window's start is known.
+uint64_t PackCpu(const ThreadDump& t, uint64_t cutoff, char* out) {
+  size_t first = 0;
+  const size_t n = t.cpu.size() / 2;
+  if (cutoff != 0) {
+    while (first + 1 < n && t.cpu[(first + 1) * 2] < cutoff) ++first;
+  }
+  std::string p;
+  PutU32(&p, t.ring->tid);
+  PutU32(&p, 0);
+  PutU64(&p, kCpuLogTickNs);
+  PutU32(&p, static_cast<uint32_t>(n - first));
+  PutU32(&p, 0);
+  const std::string head = format::SectionHeader(format::SectionType::kCpu, p.size() + (n - first) * 16) + p;
+  memcpy(out, head.data(), head.size());
+  memcpy(out + head.size(), t.cpu.data() + first * 2, (n - first) * 16);
+  return head.size() + (n - first) * 16;  // a multiple of 8: no padding
+}
 
 // The SAMPLES section of one thread (FORMAT.md), appended at `out`; returns
 // its size. With a window, samples older than the cut are left out; the
@@ -610,6 +634,9 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       t.samples.resize(kSampleCapacity * format::kSampleFields);
       t.states.resize(kStateCapacity * 2);
       t.room += format::kSectionHeaderSize + kSamplesFixedBytes + (t.samples.size() + t.states.size()) * 8;
+    } else {
+      t.cpu.reserve(kCpuLogCapacity * 2 + 2);
+      t.room += format::kSectionHeaderSize + kCpuFixedBytes + (kCpuLogCapacity + 1) * 16;
     }
     all_room += t.room;
     largest = std::max(largest, t.room);
@@ -625,6 +652,11 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   // the fixed entries, and what these need.
   std::vector<std::pair<std::string, std::string>> free_text = BudgetMetadata();
   for (const auto& [k, text] : Notes()) free_text.emplace_back(std::string(format::metadata::kNotePrefix) + k, text);
+  if (!rt.config.stall_idle.empty()) {  // where the program waits by its own account: analyses count it as waiting
+    std::string globs;
+    for (const std::string& g : rt.config.stall_idle) globs += (globs.empty() ? "" : ",") + g;
+    free_text.emplace_back(format::metadata::kStallIdle, globs);
+  }
   uint64_t kMetadataRoom = kBlock;
   for (const auto& [k, v] : free_text) kMetadataRoom += 8 + k.size() + v.size();
   uint64_t budget = all_room;
@@ -667,7 +699,12 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       // A fast-clock ring of the dumping thread itself ends where it stopped
       // recording: its last untimed records are bounded there.
       if (r.fast_mask != 0 && PausedAt(&r) != 0) t.snap_tsc = PausedAt(&r);
-      if (r.samples != nullptr) t.samples_lost = SnapshotSamples(*r.samples, &t.samples, &t.states);
+      if (r.samples != nullptr) {
+        t.samples_lost = SnapshotSamples(*r.samples, &t.samples, &t.states);
+      } else {
+        CopyCpuLog(r, !t.exited, &t.cpu);
+        if (t.cpu.size() > (kCpuLogCapacity + 1) * 2) t.cpu.resize((kCpuLogCapacity + 1) * 2);  // the room reserved
+      }
       ph.snapshot_bytes += t.count * 8 + (t.samples.size() + t.states.size()) * 8;
       room += t.room;
     }
@@ -740,6 +777,9 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
       ++sections;
       if (r.samples != nullptr) {
         at += PackSamples(t, rt.config, cutoff, at);
+        ++sections;
+      } else if (!t.cpu.empty()) {
+        at += PackCpu(t, cutoff, at);
         ++sections;
       }
     }

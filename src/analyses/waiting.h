@@ -1,0 +1,48 @@
+// Working or waiting: which functions block (their time is waiting whatever
+// the CPU readings say), which threads are JVM housekeeping, and which
+// threads only waited. Shared by report, chains, diff, sql and the fleet
+// export so that they all tell the work from the wait alike
+// (docs/analyses.md, "Working and waiting").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "format/reader.h"
+
+namespace lookback::analyses {
+
+// The functions whose whole time is waiting: the JVM's blocking methods
+// (Object.wait, LockSupport.park, Thread.sleep, ReferenceQueue.remove, socket
+// reads, ...), the C library's blocking calls when traced (poll, epoll_wait,
+// nanosleep, futex waits, ...), the dump's --stall-idle globs (METADATA
+// stall.idle) and the caller's own globs (--wait).
+class WaitFunctions {
+ public:
+  WaitFunctions() = default;
+  WaitFunctions(const format::Dump& dump, const std::vector<std::string>& extra_globs);
+  // `name` is a demangled C++ name or a JVM method in the PrettyMethod style.
+  bool IsWait(std::string_view name) const;
+  // Memoised by key (a dump's keys name one function each).
+  bool IsWaitKey(uint64_t key, std::string_view name);
+
+ private:
+  std::vector<std::string> globs_;
+  std::unordered_map<uint64_t, bool> by_key_;
+};
+
+// HotSpot's own threads (Reference Handler, Finalizer, Signal Dispatcher,
+// Common-Cleaner, compiler and GC threads, ...) and lookback's agent threads:
+// never the program's work. Only in a JVM dump (a JVM agent's note).
+bool IsJvmDump(const format::Dump& dump);
+bool IsHousekeepingThread(std::string_view name);
+
+// A thread "only waited" when it was on CPU for less than this share of its
+// traced time (1/kWaitingShareDivisor, 2 %).
+inline constexpr int64_t kWaitingShareDivisor = 50;
+inline bool OnlyWaited(int64_t cpu_ns, int64_t span_ns) { return span_ns > 0 && cpu_ns * kWaitingShareDivisor < span_ns; }
+
+}  // namespace lookback::analyses

@@ -1,0 +1,171 @@
+// Working and waiting (issue 28; analyses/waiting.h, model/cpu_time.h): the
+// report ranks what threads did on CPU, not where they slept, and sets aside
+// threads that only waited. Real programs: a native event loop
+// (tests/programs/event_loop.cc) and a Java program (WorkAndWait.java). The
+// assertions compare the dump with itself (CPU readings against the traced
+// times), so a loaded machine changes the figures, not the verdicts.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "analyses/report.h"
+#include "harness.h"
+#include "model/walk.h"
+#include "symbolize/symbolizer.h"
+
+namespace lookback::testing {
+namespace {
+
+struct Recorded {
+  RunResult run;
+  std::string dump_path;
+  format::Dump dump;
+};
+
+Recorded Record(const std::string& test, const std::vector<std::string>& command) {
+  Recorded r;
+  const std::string dir = FreshDir(test);
+  std::vector<std::string> argv = {Cli(), "record", "--dir", dir + "/dumps", "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  r.run = RunProgram(argv, {}, dir);
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  EXPECT_EQ(dumps.size(), 1u) << r.run.err;
+  if (!dumps.empty()) {
+    r.dump_path = dumps[0];
+    r.dump = MustOpen(dumps[0]);
+  }
+  return r;
+}
+
+analyses::Report ReportOf(const format::Dump& d, bool all_threads) {
+  symbolize::Symbolizer sym(d);
+  analyses::ReportOptions o;
+  o.all_threads = all_threads;
+  analyses::Report r;
+  EXPECT_EQ(analyses::ReportDump(d, sym, model::WalkOptions{}, o, &r), "");
+  analyses::SortFunctions(&r.functions, analyses::SortKey::kCpu);
+  return r;
+}
+
+const analyses::FunctionStats* Row(const analyses::Report& r, const std::string& name) {
+  for (const auto& f : r.functions) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+bool SetAside(const analyses::Report& r, const std::string& top) {
+  return std::any_of(r.set_aside.begin(), r.set_aside.end(), [&](const auto& t) { return t.top == top; });
+}
+
+TEST(WorkWait, EveryThreadOfADumpHasItsCpuTimeLogged) {
+  Recorded rec = Record("work_wait_cpu_log", {Program("event-loop"), "100", "500"});
+  ASSERT_EQ(rec.run.exit_code, 0) << rec.run.err;
+  ASSERT_FALSE(rec.dump.cpu.empty()) << "no CPU section";
+  size_t with_readings = 0;
+  for (const auto& c : rec.dump.cpu) {
+    ASSERT_LT(c.thread_index, rec.dump.threads.size());
+    EXPECT_EQ(rec.dump.threads[c.thread_index].tid, c.tid);
+    for (size_t i = 1; i < c.readings.size(); ++i) {
+      EXPECT_GE(c.readings[i].tsc, c.readings[i - 1].tsc);
+      EXPECT_GE(c.readings[i].cpu_ns, c.readings[i - 1].cpu_ns);
+    }
+    if (c.readings.size() >= 2) ++with_readings;
+  }
+  // The loop and the two sleepers live for half a second: 10 ms readings.
+  EXPECT_GE(with_readings, 3u);
+}
+
+TEST(WorkWait, AnEventLoopsWorkTopsTheReportAndItsWaitingDoesNot) {
+  Recorded rec = Record("work_wait_native", {Program("event-loop"), "200", "2000"});
+  ASSERT_EQ(rec.run.exit_code, 0) << rec.run.err;
+  const analyses::Report r = ReportOf(rec.dump, false);
+  ASSERT_TRUE(r.cpu_known);
+  ASSERT_FALSE(r.functions.empty());
+  const std::string top = r.functions[0].name;
+  EXPECT_TRUE(top == "crunch" || top == "handle_event") << top;
+  const analyses::FunctionStats* wait = Row(r, "wait_for_event");
+  ASSERT_NE(wait, nullptr);
+  // Its poll() is untraced: the readings and the silence tell it waited.
+  EXPECT_GT(wait->self_wait_ns(), wait->self_cpu_ns * 4) << wait->self_ns;
+  const analyses::FunctionStats* crunch = Row(r, "crunch");
+  ASSERT_NE(crunch, nullptr);
+  EXPECT_GT(crunch->self_cpu_ns, wait->self_cpu_ns);
+  // The sleepers are set aside, with what they slept in.
+  EXPECT_EQ(Row(r, "sleep_for_a_while"), nullptr);
+  EXPECT_TRUE(SetAside(r, "sleep_for_a_while"));
+  size_t sleepers = 0;
+  for (const auto& t : r.set_aside) {
+    if (t.top == "sleep_for_a_while") {
+      ++sleepers;
+      EXPECT_EQ(t.why, "waited");
+      EXPECT_LT(t.cpu_ns * analyses::kWaitingShareDivisor, t.span_ns);
+    }
+  }
+  EXPECT_EQ(sleepers, 2u);
+  // --all-threads ranks them again.
+  const analyses::Report all = ReportOf(rec.dump, true);
+  EXPECT_TRUE(all.set_aside.empty());
+  ASSERT_NE(Row(all, "sleep_for_a_while"), nullptr);
+  EXPECT_EQ(Row(all, "sleep_for_a_while")->calls, 2u);
+
+  // The table says what ranks it and lists the set-aside threads.
+  RunResult table = RunProgram({Cli(), "report", rec.dump_path});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("by self time on CPU"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("set aside"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("only waited"), std::string::npos) << table.out;
+  RunResult json = RunProgram({Cli(), "report", "--format", "json", rec.dump_path});
+  EXPECT_NE(json.out.find("\"sort\": \"cpu\""), std::string::npos) << json.out.substr(0, 400);
+  EXPECT_NE(json.out.find("\"self_cpu_ns\""), std::string::npos);
+  EXPECT_NE(json.out.find("\"set_aside\": [{"), std::string::npos);
+}
+
+TEST(WorkWait, AWaitGlobMakesAFunctionsTimeWaiting) {
+  Recorded rec = Record("work_wait_glob", {Program("event-loop"), "50", "300"});
+  ASSERT_EQ(rec.run.exit_code, 0) << rec.run.err;
+  symbolize::Symbolizer sym(rec.dump);
+  analyses::ReportOptions o;
+  o.all_threads = true;
+  o.wait_globs = {"handle_*"};
+  analyses::Report r;
+  ASSERT_EQ(analyses::ReportDump(rec.dump, sym, model::WalkOptions{}, o, &r), "");
+  const analyses::FunctionStats* h = Row(r, "handle_event");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->self_cpu_ns, 0);
+  EXPECT_EQ(h->inclusive_cpu_ns, 0);
+  EXPECT_EQ(h->self_wait_ns(), h->self_ns);
+}
+
+TEST(WorkWaitJvm, AJavaWorkersMethodTopsTheReportAndTheSleepersAreSetAside) {
+  if (std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/WorkAndWait.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK or no JVM agent";
+  }
+  Recorded rec = Record("work_wait_jvm", {LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "WorkAndWait", "200", "2000"});
+  ASSERT_EQ(rec.run.exit_code, 0) << rec.run.err;
+  const analyses::Report r = ReportOf(rec.dump, false);
+  ASSERT_FALSE(r.functions.empty());
+  const std::string top = r.functions[0].name;
+  EXPECT_TRUE(top == "long WorkAndWait.mix(long)" || top == "void WorkAndWait.crunch(long)") << top;
+  std::vector<std::string> names;
+  for (const auto& t : r.set_aside) names.push_back(t.name);
+  EXPECT_NE(std::find(names.begin(), names.end(), "sleeper-1"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "sleeper-2"), names.end());
+  EXPECT_EQ(Row(r, "void WorkAndWait.nap(long)"), nullptr);
+  // Housekeeping threads, when traced, are set aside under their whole names.
+  for (const auto& t : rec.dump.threads) {
+    EXPECT_NE(t.name, "Reference Handl");
+    EXPECT_NE(t.name, "Signal Dispatch");
+  }
+  for (const auto& t : r.set_aside) {
+    if (t.name == "Common-Cleaner" || t.name == "Reference Handler" || t.name == "Finalizer") {
+      EXPECT_EQ(t.why, "housekeeping");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lookback::testing

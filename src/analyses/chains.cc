@@ -40,6 +40,8 @@ std::string ChainsBuilder::Begin(const model::ExportContext& ctx) {
   result_ = ChainsResult{};
   result_.origin_ns = ctx.origin_ns;
   result_.dump_ns = ctx.dump_ns;
+  waits_ = WaitFunctions(*ctx.dump, {});
+  jvm_ = IsJvmDump(*ctx.dump);
   return "";
 }
 
@@ -56,10 +58,13 @@ void ChainsBuilder::BeginThread(const format::ThreadInfo& t) {
   top_best_ns_ = -1;
   any_call_ = false;
   last_ns_ = 0;
+  first_ns_ = -1;
+  cpu_ = model::CpuTimeline::ForWalkedThread(*ctx_, t);
 }
 
 void ChainsBuilder::Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) {
   any_call_ = true;
+  if (first_ns_ < 0) first_ns_ = ts;
   last_ns_ = std::max(last_ns_, ts);
   const uint64_t parent = stack_.empty() ? kRootHash : stack_.back().hash;
   Frame& f = stack_.emplace_back();
@@ -158,7 +163,7 @@ void ChainsBuilder::OfferChain(const Frame& leaf, int64_t end, uint8_t exit_flag
   by_hash_[leaf.hash] = slot;
 }
 
-std::vector<ChainFrame> ChainsBuilder::Named(const std::vector<Node>& nodes) const {
+std::vector<ChainFrame> ChainsBuilder::Named(const std::vector<Node>& nodes) {
   std::vector<ChainFrame> out;
   out.reserve(nodes.size());
   for (const Node& n : nodes) {
@@ -170,6 +175,7 @@ std::vector<ChainFrame> ChainsBuilder::Named(const std::vector<Node>& nodes) con
     f.self_ns = n.self;
     f.callees = n.callees;
     f.flags = n.flags;
+    f.cpu_ns = waits_.IsWaitKey(n.key, f.name) ? 0 : cpu_.OnCpu(f.start_ns, f.end_ns);
     out.push_back(std::move(f));
   }
   return out;
@@ -184,6 +190,10 @@ void ChainsBuilder::EndThread(const model::ThreadSummary& summary) {
   thread_.critical_path = Named(path);
   while (thread_.running < path.size() && (path[thread_.running].flags & model::kSliceOpen) != 0) ++thread_.running;
   thread_.summary = summary;
+  thread_.span_ns = std::max<int64_t>(0, last_ns_ - first_ns_);
+  thread_.cpu_ns = cpu_.OnCpu(first_ns_, last_ns_);
+  thread_.waited = cpu_.known() && OnlyWaited(thread_.cpu_ns, thread_.span_ns);
+  thread_.housekeeping = jvm_ && IsHousekeepingThread(thread_.name);
   result_.threads.push_back(std::move(thread_));
   slots_.clear();
   by_rank_.clear();

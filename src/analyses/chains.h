@@ -29,6 +29,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyses/waiting.h"
+#include "model/cpu_time.h"
 #include "model/walk.h"
 
 namespace lookback::analyses {
@@ -40,7 +42,9 @@ struct ChainFrame {
   int64_t self_ns = 0;               // inclusive minus the direct callees
   uint64_t callees = 0;              // direct callee activations
   uint8_t flags = 0;                 // model::SliceFlag of its Enter and Exit
+  int64_t cpu_ns = 0;                // of inclusive, on CPU (model/cpu_time.h; 0 for a waiting function)
   int64_t inclusive_ns() const { return end_ns - start_ns; }
+  int64_t wait_ns() const { return inclusive_ns() - cpu_ns; }
 };
 
 struct Chain {
@@ -57,6 +61,10 @@ struct ThreadChains {
   std::vector<ChainFrame> critical_path;
   // How many leading critical_path frames were still running at the end.
   size_t running = 0;
+  // Its traced span and, of it, the time on CPU; `waited`: under 2 % on CPU
+  // (analyses/waiting.h), `housekeeping`: a JVM's own thread.
+  int64_t span_ns = 0, cpu_ns = 0;
+  bool waited = false, housekeeping = false;
   model::ThreadSummary summary;
 };
 
@@ -127,7 +135,7 @@ class ChainsBuilder : public model::TraceSink {
 
   Rank RankOf(int64_t leaf_ns, size_t depth, int64_t leaf_start) const;
   void OfferChain(const Frame& leaf, int64_t end, uint8_t exit_flags);
-  std::vector<ChainFrame> Named(const std::vector<Node>& nodes) const;
+  std::vector<ChainFrame> Named(const std::vector<Node>& nodes);
 
   ChainsOptions options_;
   const model::ExportContext* ctx_ = nullptr;
@@ -138,6 +146,10 @@ class ChainsBuilder : public model::TraceSink {
   std::vector<Candidate> slots_;
   std::set<std::pair<Rank, uint32_t>> by_rank_;  // worst first (with the slot for ties)
   std::unordered_map<uint64_t, uint32_t> by_hash_;
+  model::CpuTimeline cpu_;  // the thread being walked
+  WaitFunctions waits_;
+  bool jvm_ = false;
+  int64_t first_ns_ = -1;
   std::vector<Node> top_best_;  // critical path of the thread so far, leaf first
   bool top_best_running_ = false;
   int64_t top_best_ns_ = -1;

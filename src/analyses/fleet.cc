@@ -52,6 +52,13 @@ constexpr ColumnDef kThreadsColumns[] = {
     {"open", kI64, false, false, false},
     {"unmatched_exits", kI64, false, false, false},
     {"lost_records", kI64, false, false, false},
+    // Of its traced span (first to last call), on CPU (NULL: no CPU
+    // readings); waited: under 2 % of it on CPU;
+    // housekeeping: a JVM's own thread (analyses/waiting.h). Queries that rank
+    // work leave out threads with either set.
+    {"cpu_ns", kI64, true, false, false},
+    {"waited", kI32, false, false, false},
+    {"housekeeping", kI32, false, false, false},
 };
 constexpr ColumnDef kFunctionsColumns[] = {
     {"dump_id", kI64, false, true, false},
@@ -74,6 +81,9 @@ constexpr ColumnDef kCallsColumns[] = {
     {"depth", kI32, false, true, false},
     {"parent", kI64, true, false, false},
     {"flags", kI32, false, true, false},
+    // Of duration_ns and self_ns, on CPU (model/cpu_time.h): the rest waited.
+    {"cpu_ns", kI64, false, false, false},
+    {"self_cpu_ns", kI64, false, false, false},
 };
 constexpr ColumnDef kSamplesColumns[] = {
     {"dump_id", kI64, false, true, false},
@@ -185,6 +195,8 @@ std::string FleetRows::Begin(const model::ExportContext& ctx) {
   ctx_ = &ctx;
   const format::Dump& d = *ctx.dump;
   id_ = IdentityOf(d);
+  waits_ = WaitFunctions(d, options_.wait_globs);
+  jvm_ = IsJvmDump(d);
   if (matcher_) {
     if (std::string err = matcher_->Begin(ctx); !err.empty()) return err;
   }
@@ -260,11 +272,17 @@ void FleetRows::BeginThread(const format::ThreadInfo& t) {
   thread_ = &t;
   ++thread_id_;
   stack_.clear();
+  waiting_.Reset(model::CpuTimeline::ForWalkedThread(*ctx_, t));
+  thread_first_ = -1;
+  thread_last_ = 0;
   if (matcher_) matcher_->BeginThread(t);
 }
 
 void FleetRows::Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) {
-  stack_.push_back({next_call_id_++, FunctionId(key), ts_ns, 0, flags});
+  if (thread_first_ < 0) thread_first_ = ts_ns;
+  const int64_t id = FunctionId(key);
+  stack_.push_back({next_call_id_++, id, ts_ns, 0, flags});
+  waiting_.Enter(ts_ns, waits_.IsWaitKey(key, ctx_->symbols->Lookup(key).name));
   if (matcher_) matcher_->Enter(key, ts_ns, depth, flags);
 }
 
@@ -275,6 +293,10 @@ void FleetRows::Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags)
   stack_.pop_back();
   const int64_t dur = ts_ns > f.start ? ts_ns - f.start : 0;
   if (!stack_.empty()) stack_.back().children += dur;
+  thread_last_ = std::max(thread_last_, ts_ns);
+  const model::WaitTracker::Split split = waiting_.Exit(ts_ns);
+  const int64_t self = dur > f.children ? dur - f.children : 0;
+  const int64_t self_wait = std::clamp<int64_t>(split.wait - split.children_wait, 0, self);
   const Value row[] = {
       Value::Int(id_.dump_id),
       Value::Int(f.id),
@@ -282,11 +304,14 @@ void FleetRows::Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags)
       Value::Int(f.function_id),
       Value::Int(f.start),
       Value::Int(dur),
-      Value::Int(dur > f.children ? dur - f.children : 0),
+      Value::Int(self),
       Value::Int(depth),
       stack_.empty() ? Value::Null() : Value::Int(stack_.back().id),
       Value::Int(f.flags | flags),
+      Value::Int(split.total - split.wait),
+      Value::Int(self - self_wait),
   };
+  static_assert(std::size(row) == std::size(kCallsColumns));
   Put(kCalls, row);
   ++stats_.calls;
 }
@@ -332,6 +357,11 @@ void FleetRows::EndThread(const model::ThreadSummary& sum) {
   const format::ThreadInfo& t = *thread_;
   const model::ClockModel& clock = ctx_->clock;
   const uint64_t end_tsc = t.exit_tsc != 0 ? t.exit_tsc : t.snapshot_tsc;
+  // On CPU over the traced span, as report counts it (report.cc).
+  const int64_t span = thread_first_ >= 0 ? thread_last_ - thread_first_ : 0;
+  int64_t cpu = std::max<int64_t>(0, span - waiting_.root_wait());
+  const bool known = waiting_.timeline().known();
+  if (known) cpu = std::min(cpu, waiting_.timeline().OnCpu(thread_first_, thread_last_));
   const Value row[] = {
       Value::Int(id_.dump_id),
       Value::Int(thread_id_),
@@ -346,7 +376,11 @@ void FleetRows::EndThread(const model::ThreadSummary& sum) {
       Value::Int(static_cast<int64_t>(sum.open)),
       Value::Int(static_cast<int64_t>(sum.unmatched_exits)),
       Value::Int(static_cast<int64_t>(sum.lost_records)),
+      known ? Value::Int(cpu) : Value::Null(),
+      Value::Int(thread_first_ >= 0 && OnlyWaited(cpu, span) ? 1 : 0),
+      Value::Int(jvm_ && IsHousekeepingThread(t.name) ? 1 : 0),
   };
+  static_assert(std::size(row) == std::size(kThreadsColumns));
   Put(kThreads, row);
   ++stats_.threads;
   if (const format::ThreadSamples* samples = ctx_->dump->SamplesOf(t)) PutSamples(*samples);

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "analyses/signatures.h"
+#include "analyses/waiting.h"
+#include "model/cpu_time.h"
 #include "model/walk.h"
 #include "parquet/writer.h"
 
@@ -32,7 +34,7 @@ namespace lookback::analyses::fleet {
 
 // Bump on any change of a table or column; recorded in dumps.schema_version
 // and the Parquet files' key/value metadata.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // 2: calls.cpu_ns/self_cpu_ns, threads.cpu_ns/waited/housekeeping
 
 struct ColumnDef {
   const char* name;
@@ -74,6 +76,7 @@ struct FleetOptions {
   std::string file;  // the dump's path, recorded in dumps.file
   std::optional<int64_t> window_start_ns, window_end_ns;  // --window, recorded in dumps
   const std::vector<Signature>* signatures = nullptr;     // --signatures: fills signature_matches
+  std::vector<std::string> wait_globs;                     // more waiting functions (analyses/waiting.h)
 };
 
 struct FleetStats {
@@ -99,6 +102,10 @@ class FleetRows : public model::TraceSink {
     int64_t id, function_id, start, children;
     uint8_t flags;
   };
+  int64_t thread_first_ = -1, thread_last_ = 0;
+  model::WaitTracker waiting_;  // the thread being walked (model/cpu_time.h)
+  WaitFunctions waits_;
+  bool jvm_ = false;
   void Put(Table t, std::span<const Value> values);
   int64_t FunctionId(uint64_t key);
   void PutSamples(const format::ThreadSamples& samples);

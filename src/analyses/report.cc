@@ -39,11 +39,7 @@ void ReportBuilder::BeginThread(const format::ThreadInfo& t) {
   tid_ = t.tid;
   thread_name_ = t.name;
   thread_seen_ = false;
-  root_wait_ = 0;
-  const size_t index = static_cast<size_t>(&t - ctx_->dump->threads.data());
-  cpu_ = index < ctx_->dump->threads.size() ? model::CpuTimeline::ForThread(*ctx_->dump, index, ctx_->clock)
-                                            : model::CpuTimeline();
-  if (index < ctx_->quiet.size()) cpu_.Refine(ctx_->quiet[index]);
+  waiting_.Reset(model::CpuTimeline::ForWalkedThread(*ctx_, t));
 }
 
 void ReportBuilder::Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) {
@@ -55,10 +51,8 @@ void ReportBuilder::Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) {
   ++a.calls;
   const bool outermost = a.active++ == 0;
   if (outermost) ++a.outer_calls;
-  Frame f{key, ts, 0, 0, next_bound_, &a, outermost, (flags & model::kSliceStartCut) != 0};
-  if (ctx_ != nullptr && ctx_->symbols != nullptr) f.waits = waits_.IsWaitKey(key, ctx_->symbols->Lookup(key).name);
-  f.cpu_start = cpu_.CpuAt(ts);
-  stack_.push_back(f);
+  stack_.push_back(Frame{key, ts, 0, next_bound_, &a, outermost, (flags & model::kSliceStartCut) != 0});
+  waiting_.Enter(ts, ctx_ != nullptr && ctx_->symbols != nullptr && waits_.IsWaitKey(key, ctx_->symbols->Lookup(key).name));
   next_bound_ = 0;
 }
 
@@ -77,30 +71,16 @@ void ReportBuilder::Exit(uint64_t, int64_t ts, uint32_t, uint8_t flags) {
     a.inclusive_bound += bound;
   }
   if (bound * 100 > total) ++a.uncertain;
-  // Waiting: all of a waiting function; else what the CPU readings say was
-  // off CPU, and never less than its callees waited (a waiting callee's
-  // share of the readings' even rate is its caller's own CPU time).
-  int64_t wait = f.children_wait;
-  if (f.waits) {
-    wait = total;
-  } else if (cpu_.known()) {
-    const int64_t on = std::clamp<int64_t>(static_cast<int64_t>(cpu_.CpuAt(ts) - f.cpu_start + 0.5), 0, total);
-    wait = std::max(wait, total - on);
-  }
-  wait = std::min(wait, total);
+  const model::WaitTracker::Split split = waiting_.Exit(ts);
+  const int64_t wait = split.wait;
   const int64_t self = std::max<int64_t>(0, total - f.children);
-  const int64_t self_wait = std::clamp<int64_t>(wait - f.children_wait, 0, self);
+  const int64_t self_wait = std::clamp<int64_t>(wait - split.children_wait, 0, self);
   a.self += self;
   a.self_cpu += self - self_wait;
   if (f.outermost) a.inclusive_cpu += total - wait;
   a.max = std::max(a.max, total);
   if (f.clipped || (flags & (model::kSliceOpen | model::kSliceUnwound)) != 0) ++a.clipped;
-  if (!stack_.empty()) {
-    stack_.back().children += total;
-    stack_.back().children_wait += wait;
-  } else {
-    root_wait_ += wait;
-  }
+  if (!stack_.empty()) stack_.back().children += total;
 }
 
 void ReportBuilder::Flush(std::unordered_map<uint64_t, Acc>& accs, uint32_t tid, const std::string& thread) {
@@ -139,8 +119,9 @@ void ReportBuilder::EndThread(const model::ThreadSummary& summary) {
   // On CPU over the traced span: what the readings say, and no more than
   // the span less its outermost frames' waiting (waiting functions are all
   // wait); without readings, that alone.
-  int64_t cpu = std::max<int64_t>(0, span - root_wait_);
-  if (cpu_.known()) cpu = std::min(cpu, cpu_.OnCpu(thread_first_, thread_last_));
+  int64_t cpu = std::max<int64_t>(0, span - waiting_.root_wait());
+  model::CpuTimeline& timeline = waiting_.timeline();
+  if (timeline.known()) cpu = std::min(cpu, timeline.OnCpu(thread_first_, thread_last_));
   const bool housekeeping = jvm_ && IsHousekeepingThread(thread_name_);
   if (!options_.all_threads && (housekeeping || OnlyWaited(cpu, span))) {
     SetAsideThread t;
@@ -155,11 +136,11 @@ void ReportBuilder::EndThread(const model::ThreadSummary& summary) {
         t.top = ctx_ != nullptr && ctx_->symbols != nullptr ? ctx_->symbols->Lookup(key).name : fmt::format("0x{:x}", key);
       }
     }
-    aside_.push_back(Aside{std::move(t), thread_first_, thread_last_, cpu_.known(), std::move(thread_accs_)});
+    aside_.push_back(Aside{std::move(t), thread_first_, thread_last_, timeline.known(), std::move(thread_accs_)});
     thread_accs_.clear();
     return;
   }
-  Rank(tid_, thread_name_, thread_accs_, thread_first_, thread_last_, cpu, cpu_.known());
+  Rank(tid_, thread_name_, thread_accs_, thread_first_, thread_last_, cpu, timeline.known());
 }
 
 void ReportBuilder::Rank(uint32_t tid, const std::string& name, std::unordered_map<uint64_t, Acc>& accs, int64_t first,
@@ -261,7 +242,8 @@ bool ParseDiffSortKey(const std::string& text, DiffSortKey* key) {
   static const std::pair<const char*, DiffSortKey> kKeys[] = {{"self", DiffSortKey::kSelf},
                                                               {"inclusive", DiffSortKey::kInclusive},
                                                               {"avg", DiffSortKey::kAvg},
-                                                              {"calls", DiffSortKey::kCalls}};
+                                                              {"calls", DiffSortKey::kCalls},
+                                                              {"cpu", DiffSortKey::kCpu}};
   for (const auto& [name, k] : kKeys) {
     if (text == name) return *key = k, true;
   }
@@ -271,7 +253,7 @@ bool ParseDiffSortKey(const std::string& text, DiffSortKey* key) {
 std::vector<FunctionDiff> DiffReports(const Report& a, const Report& b, DiffSortKey key) {
   struct Side {
     uint64_t calls = 0, outer = 0;
-    int64_t self = 0, inclusive = 0;
+    int64_t self = 0, inclusive = 0, self_cpu = 0;
   };
   std::map<std::string, std::pair<Side, Side>> by_name;
   std::map<std::string, std::pair<bool, bool>> present;
@@ -282,6 +264,7 @@ std::vector<FunctionDiff> DiffReports(const Report& a, const Report& b, DiffSort
       s.outer += f.outer_calls;
       s.self += f.self_ns;
       s.inclusive += f.inclusive_ns;
+      s.self_cpu += f.self_cpu_ns;
       (first ? present[f.name].first : present[f.name].second) = true;
     }
   };
@@ -298,6 +281,7 @@ std::vector<FunctionDiff> DiffReports(const Report& a, const Report& b, DiffSort
     d.calls_a = sa.calls, d.calls_b = sb.calls;
     d.self_a = sa.self, d.self_b = sb.self;
     d.inclusive_a = sa.inclusive, d.inclusive_b = sb.inclusive;
+    d.self_cpu_a = sa.self_cpu, d.self_cpu_b = sb.self_cpu;
     d.avg_a = sa.outer ? sa.inclusive / static_cast<int64_t>(sa.outer) : 0;
     d.avg_b = sb.outer ? sb.inclusive / static_cast<int64_t>(sb.outer) : 0;
     out.push_back(std::move(d));
@@ -309,6 +293,7 @@ std::vector<FunctionDiff> DiffReports(const Report& a, const Report& b, DiffSort
       case DiffSortKey::kAvg: return std::abs(d.avg_delta());
       case DiffSortKey::kCalls:
         return std::abs(static_cast<int64_t>(d.calls_b) - static_cast<int64_t>(d.calls_a));
+      case DiffSortKey::kCpu: return std::abs(d.self_cpu_delta());
     }
     return 0;
   };

@@ -133,13 +133,10 @@ class ReportBuilder : public model::TraceSink {
     uint64_t key;
     int64_t start;
     int64_t children = 0;  // inclusive time of the direct callees
-    int64_t children_wait = 0;  // of it, waiting
     int64_t bound = 0;     // width of the entry's bound (fast clock)
     Acc* acc;
     bool outermost;
     bool clipped;
-    bool waits = false;      // a waiting function: all of it is wait
-    double cpu_start = 0;    // the thread's CPU time at entry (cpu_)
   };
   void Flush(std::unordered_map<uint64_t, Acc>& accs, uint32_t tid, const std::string& thread);
   void Rank(uint32_t tid, const std::string& name, std::unordered_map<uint64_t, Acc>& accs, int64_t first, int64_t last,
@@ -163,9 +160,8 @@ class ReportBuilder : public model::TraceSink {
   int64_t thread_first_ = 0, thread_last_ = 0;
   bool thread_seen_ = false;
   int64_t next_bound_ = 0;  // from EventBound, for the next Enter or Exit
-  model::CpuTimeline cpu_;   // the thread being walked
+  model::WaitTracker waiting_;  // the thread being walked
   WaitFunctions waits_;
-  int64_t root_wait_ = 0;    // waiting time of the thread's outermost frames
   bool jvm_ = false;
 };
 
@@ -193,7 +189,9 @@ struct FunctionDiff {
   int64_t self_a = 0, self_b = 0;
   int64_t inclusive_a = 0, inclusive_b = 0;
   int64_t avg_a = 0, avg_b = 0;  // inclusive per outermost call
+  int64_t self_cpu_a = 0, self_cpu_b = 0;  // self time on CPU
 
+  int64_t self_cpu_delta() const { return self_cpu_b - self_cpu_a; }
   int64_t self_delta() const { return self_b - self_a; }
   int64_t inclusive_delta() const { return inclusive_b - inclusive_a; }
   int64_t avg_delta() const { return avg_b - avg_a; }
@@ -201,8 +199,8 @@ struct FunctionDiff {
   static double Relative(int64_t a, int64_t b);
 };
 
-enum class DiffSortKey { kSelf, kInclusive, kAvg, kCalls };
-// "self", "inclusive", "avg", "calls"; false if none of them.
+enum class DiffSortKey { kSelf, kInclusive, kAvg, kCalls, kCpu };
+// "self", "inclusive", "avg", "calls", "cpu"; false if none of them.
 bool ParseDiffSortKey(const std::string& text, DiffSortKey* key);
 
 // Functions of both reports matched by name (rows of the same name, e.g. one

@@ -1,6 +1,7 @@
 // lookback chains DUMP: per thread, the top chains (root-to-leaf paths ranked
 // by their leaf's time, or by depth) and the critical path, as indented trees
 // with durations, or as JSON. Definitions in analyses/chains.h.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -25,7 +26,11 @@ struct ChainsOptions : DumpSelection {
 };
 
 std::string ThreadLabel(const analyses::ThreadChains& t) {
-  return t.name.empty() ? fmt::format("thread {}", t.tid) : fmt::format("{} ({})", t.name, t.tid);
+  std::string label = t.name.empty() ? fmt::format("thread {}", t.tid) : fmt::format("{} ({})", t.name, t.tid);
+  label += fmt::format(": {} traced, {} on CPU", HumanNs(t.span_ns), HumanNs(t.cpu_ns));
+  if (t.housekeeping) label += "; JVM housekeeping";
+  else if (t.waited) label += "; only waited";
+  return label;
 }
 
 // What the flags of a frame mean, for a reader.
@@ -42,9 +47,9 @@ std::string FlagNotes(uint8_t flags, bool at_dump) {
 void AddTreeRows(Table* t, const std::vector<analyses::ChainFrame>& frames, bool details, bool at_dump) {
   for (size_t i = 0; i < frames.size(); ++i) {
     const auto& f = frames[i];
-    std::string detail;
+    std::string detail = HumanNs(f.cpu_ns) + " on CPU";
     if (details) {
-      detail = "self " + HumanNs(f.self_ns);
+      detail += ", self " + HumanNs(f.self_ns);
       if (f.callees) detail += fmt::format(", {} callee{}", Count(f.callees), f.callees == 1 ? "" : "s");
       if (i + 1 < frames.size() && f.callees > 1) {
         const int64_t others = f.inclusive_ns() - f.self_ns - frames[i + 1].inclusive_ns();
@@ -64,7 +69,13 @@ void AddTreeRows(Table* t, const std::vector<analyses::ChainFrame>& frames, bool
 std::string Text(const ChainsOptions& o, const analyses::ChainsResult& r, bool at_dump) {
   const Style style = Style::For(stdout);
   std::string out;
-  for (const auto& t : r.threads) {
+  // The threads that worked first; those that only waited, and a JVM's
+  // housekeeping threads, after them.
+  std::vector<const analyses::ThreadChains*> order;
+  for (const auto& t : r.threads) order.push_back(&t);
+  std::stable_partition(order.begin(), order.end(), [](const auto* t) { return !t->waited && !t->housekeeping; });
+  for (const auto* tp : order) {
+    const auto& t = *tp;
     out += style.Paint(ThreadLabel(t), Style::kBold) + "\n";
     out += fmt::format("\n  Top {} chain{} by {} (root to leaf; each shown by its worst occurrence):\n\n",
                        t.chains.size(), t.chains.size() == 1 ? "" : "s", o.rank == "time" ? "leaf time" : "depth");
@@ -106,9 +117,9 @@ std::string JsonFrames(const std::vector<analyses::ChainFrame>& frames, int64_t 
   for (size_t i = 0; i < frames.size(); ++i) {
     const auto& f = frames[i];
     out += fmt::format(
-        "{}{{\"name\": {}, \"start_ns\": {}, \"inclusive_ns\": {}, \"self_ns\": {}, \"callees\": {}, "
+        "{}{{\"name\": {}, \"start_ns\": {}, \"inclusive_ns\": {}, \"self_ns\": {}, \"cpu_ns\": {}, \"callees\": {}, "
         "\"start_cut\": {}, \"running\": {}, \"unwound\": {}}}",
-        i ? ", " : "", JsonString(f.name), f.start_ns - origin, f.inclusive_ns(), f.self_ns, f.callees,
+        i ? ", " : "", JsonString(f.name), f.start_ns - origin, f.inclusive_ns(), f.self_ns, f.cpu_ns, f.callees,
         (f.flags & model::kSliceStartCut) != 0, (f.flags & model::kSliceOpen) != 0,
         (f.flags & model::kSliceUnwound) != 0);
   }
@@ -120,8 +131,10 @@ std::string Json(const ChainsOptions& o, const analyses::ChainsResult& r, const 
                                 JsonString(o.path), JsonString(o.rank), r.origin_ns, shed);
   for (size_t i = 0; i < r.threads.size(); ++i) {
     const auto& t = r.threads[i];
-    out += fmt::format("{}\n    {{\"tid\": {}, \"name\": {},\n     \"chains\": [", i ? "," : "", t.tid,
-                       JsonString(t.name));
+    out += fmt::format(
+        "{}\n    {{\"tid\": {}, \"name\": {}, \"span_ns\": {}, \"cpu_ns\": {}, \"waited\": {}, \"housekeeping\": {},\n"
+        "     \"chains\": [",
+        i ? "," : "", t.tid, JsonString(t.name), t.span_ns, t.cpu_ns, t.waited, t.housekeeping);
     for (size_t c = 0; c < t.chains.size(); ++c) {
       out += fmt::format("{}\n       {{\"leaf_ns\": {}, \"depth\": {}, \"frames\": {}}}", c ? "," : "",
                          t.chains[c].leaf_ns(), t.chains[c].depth(), JsonFrames(t.chains[c].frames, r.origin_ns));

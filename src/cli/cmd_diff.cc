@@ -24,14 +24,20 @@ constexpr int kDefaultTableRows = 20;
 struct DiffOptions : DumpSelection {
   std::string a, b, sort = "self", format = "table";
   int top = -1;  // -1: kDefaultTableRows for a table, everything otherwise
+  bool all_threads = false;
+  std::vector<std::string> wait;
 };
 
 // Reads one side. Returns an exit code (kExitOk on success).
 int Load(const DiffOptions& o, const std::string& path, analyses::Report* out) {
   OpenedDump od;
   if (int rc = od.Open(path, o.symbols, o.thread, o.window, false, path + ": "); rc != kExitOk) return rc;
-  std::string err =
-      analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reading " + path), analyses::ReportOptions{}, out);
+  // Threads that only waited (and a JVM's housekeeping threads) are left
+  // out, as in report: a regression is ranked among the work.
+  analyses::ReportOptions ro;
+  ro.all_threads = o.all_threads || !o.thread.empty();
+  ro.wait_globs = o.wait;
+  std::string err = analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reading " + path), ro, out);
   od.Done();
   if (!err.empty()) return Fail(path + ": " + err), kExitError;
   return kExitOk;
@@ -54,11 +60,12 @@ std::string Json(const DiffOptions& o, const analyses::Report& ra, const analyse
         "\"name\": {}, \"in_a\": {}, \"in_b\": {}, \"calls_a\": {}, \"calls_b\": {}, "
         "\"self_a_ns\": {}, \"self_b_ns\": {}, \"self_delta_ns\": {}, \"self_relative\": {}, "
         "\"inclusive_a_ns\": {}, \"inclusive_b_ns\": {}, \"inclusive_delta_ns\": {}, \"inclusive_relative\": {}, "
-        "\"avg_a_ns\": {}, \"avg_b_ns\": {}, \"avg_delta_ns\": {}, \"avg_relative\": {}}}",
+        "\"avg_a_ns\": {}, \"avg_b_ns\": {}, \"avg_delta_ns\": {}, \"avg_relative\": {}, "
+        "\"self_cpu_a_ns\": {}, \"self_cpu_b_ns\": {}, \"self_cpu_delta_ns\": {}}}",
         JsonString(f.name), f.in_a, f.in_b, f.calls_a, f.calls_b, f.self_a, f.self_b, f.self_delta(),
         JsonNumber(FunctionDiff::Relative(f.self_a, f.self_b)), f.inclusive_a, f.inclusive_b, f.inclusive_delta(),
         JsonNumber(FunctionDiff::Relative(f.inclusive_a, f.inclusive_b)), f.avg_a, f.avg_b, f.avg_delta(),
-        JsonNumber(FunctionDiff::Relative(f.avg_a, f.avg_b)));
+        JsonNumber(FunctionDiff::Relative(f.avg_a, f.avg_b)), f.self_cpu_a, f.self_cpu_b, f.self_cpu_delta());
   }
   out += rows.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;
@@ -134,7 +141,7 @@ std::string TableText(const DiffOptions& o, const analyses::Report& ra, const an
 int Run(const DiffOptions& o) {
   analyses::DiffSortKey key;
   if (!analyses::ParseDiffSortKey(o.sort, &key))
-    return Fail("unknown sort key '" + o.sort + "' (self, inclusive, avg or calls)"), kExitUsage;
+    return Fail("unknown sort key '" + o.sort + "' (self, cpu, inclusive, avg or calls)"), kExitUsage;
   if (o.format != "table" && o.format != "json" && o.format != "csv")
     return Fail("unknown format '" + o.format + "' (table, json or csv)"), kExitUsage;
   if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
@@ -158,7 +165,11 @@ Runner SetupDiff(CLI::App* sub) {
   auto o = std::make_shared<DiffOptions>();
   sub->add_option("a", o->a, "The dump before (.lbk)")->required();
   sub->add_option("b", o->b, "The dump after (.lbk)")->required();
-  sub->add_option("--sort", o->sort, "Order by the absolute change of self (default), inclusive, avg or calls");
+  sub->add_option("--sort", o->sort,
+                  "Order by the absolute change of self (default), cpu (self time on CPU), inclusive, avg or calls");
+  sub->add_flag("--all-threads", o->all_threads,
+                "Also compare threads that only waited and a JVM's housekeeping threads (left out by default)");
+  sub->add_option("--wait", o->wait, "FUNCTION_GLOB: time inside it is waiting, not work (repeatable)");
   sub->add_option("--top", o->top, "Show the first N functions (default: 20 in a table, all in json/csv)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--format", o->format, "table (default), json or csv");

@@ -50,8 +50,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyses/waiting.h"
 #include "exporters/exporters.h"
 #include "exporters/output.h"
+#include "model/cpu_time.h"
 #include "model/samples.h"
 
 namespace lookback::exporters {
@@ -175,6 +177,7 @@ class PerfettoSink : public model::TraceSink {
 
   std::string Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
+    waits_ = analyses::WaitFunctions(*ctx.dump, {});
     const format::ProcessInfo& p = ctx.dump->process;
     // uuids only need to be unique within the file; the pid in the high half
     // keeps them apart if traces of several processes are loaded together.
@@ -215,6 +218,7 @@ class PerfettoSink : public model::TraceSink {
 
   void BeginThread(const format::ThreadInfo& t) override {
     thread_ = &t;
+    waiting_.Reset(model::CpuTimeline::ForWalkedThread(*ctx_, t));
     ++thread_index_;
     const uint64_t uuid = (uint64_t{ctx_->dump->process.pid} << 32) | thread_index_;
     StartSequence(kProcessSequence + thread_index_, uuid, /*primary_clock=*/false);
@@ -263,6 +267,7 @@ class PerfettoSink : public model::TraceSink {
       PutBytesField(&names, interned::kEventNames, scratch_);
       PutBytesField(&packet_, packet::kInternedData, names);
     }
+    waiting_.Enter(ts, waits_.IsWaitKey(key, KeyName(*ctx_, key)));
     event_.clear();
     PutVarintField(&event_, track_event::kType, track_event::kTypeSliceBegin);
     PutVarintField(&event_, track_event::kNameIid, iid);
@@ -277,7 +282,13 @@ class PerfettoSink : public model::TraceSink {
     PutTimestamp(ts);
     event_.clear();
     PutVarintField(&event_, track_event::kType, track_event::kTypeSliceEnd);
-    // Arguments of an end event are merged into its slice's.
+    // Arguments of an end event are merged into its slice's: the call's time
+    // on CPU and waiting (model/cpu_time.h), where anything is known of it.
+    const model::WaitTracker::Split split = waiting_.Exit(ts);
+    if (waiting_.timeline().known() || split.wait != 0) {
+      PutUintAnnotation(&event_, "cpu_ns", static_cast<uint64_t>(split.total - split.wait));
+      PutUintAnnotation(&event_, "wait_ns", static_cast<uint64_t>(split.wait));
+    }
     if (flags & model::kSliceOpen) PutStringAnnotation(&event_, "lookback", "still running at the dump");
     if (flags & model::kSliceUnwound) PutStringAnnotation(&event_, "lookback", "exit never came (exception or longjmp)");
     PutBound(&event_, "end_bound_ns");
@@ -294,7 +305,11 @@ class PerfettoSink : public model::TraceSink {
   }
 
   void EndThread(const model::ThreadSummary&) override {
-    if (const format::ThreadSamples* s = ctx_->dump->SamplesOf(*thread_)) EmitSamples(*thread_, *s);
+    if (const format::ThreadSamples* s = ctx_->dump->SamplesOf(*thread_)) {
+      EmitSamples(*thread_, *s);
+    } else {
+      EmitCpuReadings(*thread_);
+    }
   }
 
   std::string End() override {
@@ -401,6 +416,42 @@ class PerfettoSink : public model::TraceSink {
     }
   }
 
+  // A thread without samples: the control thread's CPU readings (CPU
+  // section) as a "CPU %" counter, on a sequence of its own like samples.
+  void EmitCpuReadings(const format::ThreadInfo& t) {
+    const format::ThreadCpu* c = nullptr;
+    for (const auto& tc : ctx_->dump->cpu) {
+      if (&ctx_->dump->threads[tc.thread_index] == &t) c = &tc;
+    }
+    if (c == nullptr || c->readings.size() < 2) return;
+    const uint64_t pid = ctx_->dump->process.pid;
+    const uint64_t thread_uuid = (pid << 32) | thread_index_;
+    const uint64_t uuid = (pid << 32) | (1u << 31) | (uint64_t{thread_index_} << 4);  // the samples' "CPU %" track
+    StartSequence(kSampleSequenceBase + thread_index_, 0, /*primary_clock=*/false);
+    std::string desc;
+    PutVarintField(&desc, track_descriptor::kUuid, uuid);
+    PutBytesField(&desc, track_descriptor::kName, "CPU %");
+    PutVarintField(&desc, track_descriptor::kParentUuid, thread_uuid);
+    std::string counter;
+    PutBytesField(&desc, track_descriptor::kCounter, counter);
+    BeginPacket();
+    PutBytesField(&packet_, packet::kTrackDescriptor, desc);
+    EndPacket();
+    for (size_t i = 0; i + 1 < c->readings.size(); ++i) {
+      const int64_t a = ctx_->clock.MonotonicNs(c->readings[i].tsc), b = ctx_->clock.MonotonicNs(c->readings[i + 1].tsc);
+      if (b <= a) continue;
+      const double share = static_cast<double>(c->readings[i + 1].cpu_ns - c->readings[i].cpu_ns) / static_cast<double>(b - a);
+      event_.clear();
+      PutVarintField(&event_, track_event::kType, track_event::kTypeCounter);
+      PutVarintField(&event_, track_event::kTrackUuid, uuid);
+      PutDoubleField(&event_, track_event::kDoubleCounterValue, 100.0 * std::min(share, 1.0));
+      BeginPacket();
+      PutTimestamp(a);
+      PutBytesField(&packet_, packet::kTrackEvent, event_);
+      EndPacket();
+    }
+  }
+
   // The first packet of a sequence: incremental state cleared, the clock
   // snapshot that anchors its delta timestamps, the defaults.
   void StartSequence(uint32_t sequence, uint64_t track_uuid, bool primary_clock) {
@@ -476,6 +527,8 @@ class PerfettoSink : public model::TraceSink {
   const model::ExportContext* ctx_ = nullptr;
   OutputFile file_;
   std::string buf_, packet_, event_, scratch_;
+  model::WaitTracker waiting_;  // the thread being walked
+  analyses::WaitFunctions waits_;
   uint64_t process_uuid_ = 0;
   uint32_t thread_index_ = 0;
   const format::ThreadInfo* thread_ = nullptr;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/walk.h"
+
 namespace lookback::model {
 
 CpuTimeline CpuTimeline::ForThread(const format::Dump& dump, size_t thread_index, const ClockModel& clock) {
@@ -25,6 +27,15 @@ CpuTimeline CpuTimeline::ForThread(const format::Dump& dump, size_t thread_index
     }
   }
   return CpuTimeline(std::move(points));
+}
+
+CpuTimeline CpuTimeline::ForWalkedThread(const ExportContext& ctx, const format::ThreadInfo& t) {
+  if (ctx.dump == nullptr || ctx.dump->threads.empty()) return CpuTimeline();
+  const size_t index = static_cast<size_t>(&t - ctx.dump->threads.data());
+  if (index >= ctx.dump->threads.size()) return CpuTimeline();
+  CpuTimeline timeline = ForThread(*ctx.dump, index, ctx.clock);
+  if (index < ctx.quiet.size()) timeline.Refine(ctx.quiet[index]);
+  return timeline;
 }
 
 CpuTimeline::CpuTimeline(std::vector<std::pair<int64_t, int64_t>> points) : points_(std::move(points)) {}
@@ -120,6 +131,36 @@ int64_t CpuTimeline::OnCpu(int64_t a, int64_t b) {
   if (!known()) return b - a;
   const double on = CpuAt(b) - CpuAt(a);
   return std::clamp<int64_t>(static_cast<int64_t>(on + 0.5), 0, b - a);
+}
+
+void WaitTracker::Reset(CpuTimeline timeline) {
+  cpu_ = std::move(timeline);
+  stack_.clear();
+  root_wait_ = 0;
+}
+
+void WaitTracker::Enter(int64_t ts, bool waits) { stack_.push_back(Frame{ts, cpu_.CpuAt(ts), 0, waits}); }
+
+WaitTracker::Split WaitTracker::Exit(int64_t ts) {
+  Split s;
+  if (stack_.empty()) return s;
+  const Frame f = stack_.back();
+  stack_.pop_back();
+  s.total = std::max<int64_t>(0, ts - f.start);
+  s.children_wait = std::min(f.children_wait, s.total);
+  s.wait = s.children_wait;
+  if (f.waits) {
+    s.wait = s.total;
+  } else if (cpu_.known()) {
+    const int64_t on = std::clamp<int64_t>(static_cast<int64_t>(cpu_.CpuAt(ts) - f.cpu_start + 0.5), 0, s.total);
+    s.wait = std::max(s.wait, s.total - on);
+  }
+  if (!stack_.empty()) {
+    stack_.back().children_wait += s.wait;
+  } else {
+    root_wait_ += s.wait;
+  }
+  return s;
 }
 
 }  // namespace lookback::model

@@ -17,12 +17,17 @@
 
 namespace lookback::model {
 
+struct ExportContext;  // walk.h
+
 class CpuTimeline {
  public:
   CpuTimeline() = default;
   // Thread `thread_index` of `dump`: its SAMPLES if it has them, else its
   // CPU section; unknown (known() false) without either.
   static CpuTimeline ForThread(const format::Dump& dump, size_t thread_index, const ClockModel& clock);
+  // The same for a thread a walk is at (`t` is one of ctx.dump->threads),
+  // refined with the walk's silences (ExportContext::quiet).
+  static CpuTimeline ForWalkedThread(const ExportContext& ctx, const format::ThreadInfo& t);
   // From (CLOCK_MONOTONIC ns, CPU ns) points, both non-decreasing (tests).
   explicit CpuTimeline(std::vector<std::pair<int64_t, int64_t>> points);
 
@@ -51,6 +56,38 @@ class CpuTimeline {
   double Rate(size_t segment) const;  // CPU ns per ns over [points_[i], points_[i + 1]]
   std::vector<std::pair<int64_t, int64_t>> points_;
   size_t cursor_ = 0;  // the segment of the last query
+};
+
+// Each call's waiting as a walk goes (Enter and Exit in walk order, one
+// thread at a time): all of a waiting function's time; otherwise what the
+// readings say was off CPU, and never less than its callees waited (a
+// waiting callee's share of the readings' even rate is its caller's CPU
+// time). So a caller's wait is its callees' plus its own, as with self time.
+class WaitTracker {
+ public:
+  // A new thread, with its (refined) timeline.
+  void Reset(CpuTimeline timeline);
+  void Enter(int64_t ts_ns, bool waits);
+  struct Split {
+    int64_t total = 0;          // the call's duration
+    int64_t wait = 0;           // of it, waiting
+    int64_t children_wait = 0;  // of that, in its callees
+  };
+  Split Exit(int64_t ts_ns);
+  // Waiting of the thread's outermost calls so far.
+  int64_t root_wait() const { return root_wait_; }
+  CpuTimeline& timeline() { return cpu_; }
+
+ private:
+  struct Frame {
+    int64_t start;
+    double cpu_start;
+    int64_t children_wait;
+    bool waits;
+  };
+  CpuTimeline cpu_;
+  std::vector<Frame> stack_;
+  int64_t root_wait_ = 0;
 };
 
 }  // namespace lookback::model

@@ -40,8 +40,9 @@ std::string ChainsBuilder::Begin(const model::ExportContext& ctx) {
   result_ = ChainsResult{};
   result_.origin_ns = ctx.origin_ns;
   result_.dump_ns = ctx.dump_ns;
-  waits_ = WaitFunctions(*ctx.dump, {});
-  jvm_ = IsJvmDump(*ctx.dump);
+  static const format::Dump kNoDump;  // driven by hand without a dump
+  waits_ = WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, {});
+  jvm_ = ctx.dump != nullptr && IsJvmDump(*ctx.dump);
   return "";
 }
 
@@ -175,7 +176,7 @@ std::vector<ChainFrame> ChainsBuilder::Named(const std::vector<Node>& nodes) {
     f.self_ns = n.self;
     f.callees = n.callees;
     f.flags = n.flags;
-    f.cpu_ns = waits_.IsWaitKey(n.key, f.name) ? 0 : cpu_.OnCpu(f.start_ns, f.end_ns);
+    f.cpu_ns = ctx_ != nullptr && waits_.IsWaitKey(n.key, ctx_->symbols) ? 0 : cpu_.OnCpu(f.start_ns, f.end_ns);
     out.push_back(std::move(f));
   }
   return out;

@@ -282,7 +282,7 @@ void FleetRows::Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags
   if (thread_first_ < 0) thread_first_ = ts_ns;
   const int64_t id = FunctionId(key);
   stack_.push_back({next_call_id_++, id, ts_ns, 0, flags});
-  waiting_.Enter(ts_ns, waits_.IsWaitKey(key, ctx_->symbols->Lookup(key).name));
+  waiting_.Enter(ts_ns, waits_.IsWaitKey(key, ctx_->symbols));
   if (matcher_) matcher_->Enter(key, ts_ns, depth, flags);
 }
 

@@ -28,8 +28,9 @@ std::string ReportBuilder::Begin(const model::ExportContext& ctx) {
   report_.cpu_known = true;
   all_accs_.clear();
   aside_.clear();
-  waits_ = WaitFunctions(*ctx.dump, options_.wait_globs);
-  jvm_ = IsJvmDump(*ctx.dump);
+  static const format::Dump kNoDump;  // driven by hand without a dump
+  waits_ = WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, options_.wait_globs);
+  jvm_ = ctx.dump != nullptr && IsJvmDump(*ctx.dump);
   return "";
 }
 
@@ -52,7 +53,7 @@ void ReportBuilder::Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) {
   const bool outermost = a.active++ == 0;
   if (outermost) ++a.outer_calls;
   stack_.push_back(Frame{key, ts, 0, next_bound_, &a, outermost, (flags & model::kSliceStartCut) != 0});
-  waiting_.Enter(ts, ctx_ != nullptr && ctx_->symbols != nullptr && waits_.IsWaitKey(key, ctx_->symbols->Lookup(key).name));
+  waiting_.Enter(ts, ctx_ != nullptr && waits_.IsWaitKey(key, ctx_->symbols));
   next_bound_ = 0;
 }
 
@@ -123,7 +124,9 @@ void ReportBuilder::EndThread(const model::ThreadSummary& summary) {
   model::CpuTimeline& timeline = waiting_.timeline();
   if (timeline.known()) cpu = std::min(cpu, timeline.OnCpu(thread_first_, thread_last_));
   const bool housekeeping = jvm_ && IsHousekeepingThread(thread_name_);
-  if (!options_.all_threads && (housekeeping || OnlyWaited(cpu, span))) {
+  // The thread a trigger is about is the story, whatever it did.
+  const bool triggered = ctx_ != nullptr && ctx_->dump != nullptr && ctx_->dump->trigger && ctx_->dump->trigger->tid == tid_;
+  if (!options_.all_threads && !triggered && (housekeeping || OnlyWaited(cpu, span))) {
     SetAsideThread t;
     t.tid = tid_;
     t.name = thread_name_;

@@ -1,6 +1,7 @@
 #include "analyses/waiting.h"
 
 #include "analyses/signatures.h"
+#include "symbolize/symbolizer.h"
 
 namespace lookback::analyses {
 namespace {
@@ -89,9 +90,10 @@ bool WaitFunctions::IsWait(std::string_view name) const {
   return false;
 }
 
-bool WaitFunctions::IsWaitKey(uint64_t key, std::string_view name) {
+bool WaitFunctions::IsWaitKey(uint64_t key, symbolize::Symbolizer* symbols) {
+  if (symbols == nullptr) return false;
   auto [it, added] = by_key_.try_emplace(key, false);
-  if (added) it->second = IsWait(name);
+  if (added) it->second = IsWait(symbols->Lookup(key).name);
   return it->second;
 }
 

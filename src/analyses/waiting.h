@@ -13,6 +13,10 @@
 
 #include "format/reader.h"
 
+namespace lookback::symbolize {
+class Symbolizer;
+}
+
 namespace lookback::analyses {
 
 // The functions whose whole time is waiting: the JVM's blocking methods
@@ -26,8 +30,9 @@ class WaitFunctions {
   WaitFunctions(const format::Dump& dump, const std::vector<std::string>& extra_globs);
   // `name` is a demangled C++ name or a JVM method in the PrettyMethod style.
   bool IsWait(std::string_view name) const;
-  // Memoised by key (a dump's keys name one function each).
-  bool IsWaitKey(uint64_t key, std::string_view name);
+  // Memoised by key (a dump's keys name one function each); `symbols` names
+  // a key the first time it is seen (nullptr: never a waiting function).
+  bool IsWaitKey(uint64_t key, symbolize::Symbolizer* symbols);
 
  private:
   std::vector<std::string> globs_;

@@ -47,15 +47,16 @@ std::string FlagNotes(uint8_t flags, bool at_dump) {
 void AddTreeRows(Table* t, const std::vector<analyses::ChainFrame>& frames, bool details, bool at_dump) {
   for (size_t i = 0; i < frames.size(); ++i) {
     const auto& f = frames[i];
-    std::string detail = HumanNs(f.cpu_ns) + " on CPU";
+    std::string detail;
     if (details) {
-      detail += ", self " + HumanNs(f.self_ns);
+      detail = "self " + HumanNs(f.self_ns);
       if (f.callees) detail += fmt::format(", {} callee{}", Count(f.callees), f.callees == 1 ? "" : "s");
       if (i + 1 < frames.size() && f.callees > 1) {
         const int64_t others = f.inclusive_ns() - f.self_ns - frames[i + 1].inclusive_ns();
         const std::string rest = f.callees == 2 ? "the other" : "the " + Count(f.callees - 1) + " others";
         detail += fmt::format(" ({}: {})", rest, HumanNs(std::max<int64_t>(0, others)));
       }
+      detail += "; " + HumanNs(f.cpu_ns) + " on CPU";
     }
     const std::string notes = FlagNotes(f.flags, at_dump);
     if (!notes.empty()) detail += (detail.empty() ? "" : "; ") + notes;
@@ -81,8 +82,9 @@ std::string Text(const ChainsOptions& o, const analyses::ChainsResult& r, bool a
                        t.chains.size(), t.chains.size() == 1 ? "" : "s", o.rank == "time" ? "leaf time" : "depth");
     for (size_t i = 0; i < t.chains.size(); ++i) {
       const auto& c = t.chains[i];
-      out += fmt::format("  #{}  {} in {}, depth {}, at +{}\n", i + 1, style.Paint(HumanNs(c.leaf_ns()), Style::kCyan),
-                         c.frames.back().name, c.depth(), HumanNs(c.frames.back().start_ns - r.origin_ns));
+      out += fmt::format("  #{}  {} in {}, depth {}, at +{}; {} of it on CPU\n", i + 1,
+                         style.Paint(HumanNs(c.leaf_ns()), Style::kCyan), c.frames.back().name, c.depth(),
+                         HumanNs(c.frames.back().start_ns - r.origin_ns), HumanNs(c.frames.back().cpu_ns));
       Table tree;
       tree.ShowHeader(false);
       tree.AddColumn("", Table::kRight);

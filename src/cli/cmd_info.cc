@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "format/reader.h"
 #include "model/clock_model.h"
+#include "model/cpu_time.h"
 #include "model/decoder.h"
 #include "model/samples.h"
 #include "runtime/config.h"
@@ -259,6 +260,12 @@ int Run(const InfoOptions& o) {
     if (st.undecodable_prefix) state += fmt::format(", {} undecodable", st.undecodable_prefix);
     if (m.stats().unwound) state += fmt::format(", {} missing exits repaired", m.stats().unwound);
     const double span_ns = first ? static_cast<double>(clock.TicksToNs(last - first)) : 0.0;
+    // Its CPU time over that span (the CPU readings or samples; docs/analyses.md "Working and waiting").
+    model::CpuTimeline cpu = model::CpuTimeline::ForThread(d, static_cast<size_t>(&t - d.threads.data()), clock);
+    if (cpu.known() && first != 0) {
+      const int64_t on = cpu.OnCpu(clock.MonotonicNs(first), clock.MonotonicNs(last));
+      state += fmt::format(", {} on CPU ({:.0f}%)", HumanNs(on), span_ns > 0 ? 100.0 * static_cast<double>(on) / span_ns : 0.0);
+    }
     fmt::print("  {:>8}  {:<16} {:>10} {:>10} {:>10} {:>10} {:>8}  {}\n", t.tid, t.name, t.record_count, st.events, t.lost,
                first ? HumanNs(clock.TicksToNs(last - first)) : "-", span_ns > 0 ? HumanRate(st.events / span_ns * 1e9) : "-",
                state);

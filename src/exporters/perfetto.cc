@@ -177,7 +177,8 @@ class PerfettoSink : public model::TraceSink {
 
   std::string Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
-    waits_ = analyses::WaitFunctions(*ctx.dump, {});
+    static const format::Dump kNoDump;  // driven by hand without a dump
+    waits_ = analyses::WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, {});
     const format::ProcessInfo& p = ctx.dump->process;
     // uuids only need to be unique within the file; the pid in the high half
     // keeps them apart if traces of several processes are loaded together.
@@ -267,7 +268,7 @@ class PerfettoSink : public model::TraceSink {
       PutBytesField(&names, interned::kEventNames, scratch_);
       PutBytesField(&packet_, packet::kInternedData, names);
     }
-    waiting_.Enter(ts, waits_.IsWaitKey(key, KeyName(*ctx_, key)));
+    waiting_.Enter(ts, waits_.IsWaitKey(key, ctx_->symbols));
     event_.clear();
     PutVarintField(&event_, track_event::kType, track_event::kTypeSliceBegin);
     PutVarintField(&event_, track_event::kNameIid, iid);
@@ -277,15 +278,19 @@ class PerfettoSink : public model::TraceSink {
     EndPacket();
   }
 
+  static constexpr int64_t kSplitSliceNs = 1'000'000;
   void Exit(uint64_t, int64_t ts, uint32_t, uint8_t flags) override {
     BeginPacket();
     PutTimestamp(ts);
     event_.clear();
     PutVarintField(&event_, track_event::kType, track_event::kTypeSliceEnd);
     // Arguments of an end event are merged into its slice's: the call's time
-    // on CPU and waiting (model/cpu_time.h), where anything is known of it.
+    // on CPU and waiting (model/cpu_time.h), where anything is known of it,
+    // for slices long enough to see in a timeline (the split of a shorter
+    // one is the readings' average, and two annotations would double the
+    // bytes of a busy thread's events).
     const model::WaitTracker::Split split = waiting_.Exit(ts);
-    if (waiting_.timeline().known() || split.wait != 0) {
+    if (split.total >= kSplitSliceNs && (waiting_.timeline().known() || split.wait != 0)) {
       PutUintAnnotation(&event_, "cpu_ns", static_cast<uint64_t>(split.total - split.wait));
       PutUintAnnotation(&event_, "wait_ns", static_cast<uint64_t>(split.wait));
     }

@@ -31,8 +31,10 @@ CpuTimeline CpuTimeline::ForThread(const format::Dump& dump, size_t thread_index
 
 CpuTimeline CpuTimeline::ForWalkedThread(const ExportContext& ctx, const format::ThreadInfo& t) {
   if (ctx.dump == nullptr || ctx.dump->threads.empty()) return CpuTimeline();
-  const size_t index = static_cast<size_t>(&t - ctx.dump->threads.data());
-  if (index >= ctx.dump->threads.size()) return CpuTimeline();
+  // `t` may be a thread driven by hand (tests), not one of the dump's.
+  const auto at = reinterpret_cast<uintptr_t>(&t), first = reinterpret_cast<uintptr_t>(ctx.dump->threads.data());
+  if (at < first || at >= first + ctx.dump->threads.size() * sizeof(format::ThreadInfo)) return CpuTimeline();
+  const size_t index = (at - first) / sizeof(format::ThreadInfo);
   CpuTimeline timeline = ForThread(*ctx.dump, index, ctx.clock);
   if (index < ctx.quiet.size()) timeline.Refine(ctx.quiet[index]);
   return timeline;

@@ -268,7 +268,8 @@ TEST(ReportTest, JsonAndCsvAgreeWithTheTable) {
   ASSERT_EQ(fns.kind, Json::kArray);
   auto csv_lines = Lines(csv.out);
   ASSERT_EQ(csv_lines[0],
-            "function,module,calls,outer_calls,self_ns,inclusive_ns,avg_ns,max_ns,self_share,inclusive_share,clipped");
+            "function,module,calls,outer_calls,self_ns,inclusive_ns,avg_ns,max_ns,self_share,inclusive_share,clipped,"
+            "self_cpu_ns,self_wait_ns,inclusive_cpu_ns");
   ASSERT_EQ(csv_lines.size(), fns.items.size() + 1);
   EXPECT_EQ(fns.items.size(), 9u);
 
@@ -278,22 +279,27 @@ TEST(ReportTest, JsonAndCsvAgreeWithTheTable) {
   while (header < table_lines.size() && table_lines[header].find("FUNCTION") == std::string::npos) ++header;
   ASSERT_LT(header, table_lines.size()) << table.out;
   EXPECT_EQ(Columns(table_lines[header]),
-            (std::vector<std::string>{"CALLS", "SELF", "SELF%", "INCLUSIVE", "INCL%", "AVG", "MAX", "FUNCTION"}));
+            (std::vector<std::string>{"CALLS", "SELF", "SELF%", "CPU", "WAIT", "INCLUSIVE", "INCL%", "AVG", "MAX", "FUNCTION"}));
   for (size_t i = 0; i < fns.items.size(); ++i) {
     const Json& j = fns.items[i];
     auto c = CsvFields(csv_lines[i + 1]);
     auto t = Columns(table_lines[header + 1 + i]);
-    ASSERT_EQ(t.size(), 8u) << table_lines[header + 1 + i];
+    ASSERT_EQ(t.size(), 10u) << table_lines[header + 1 + i];
     EXPECT_EQ(j["name"].str, c[0]);
-    EXPECT_EQ(t[7], c[0]);
+    EXPECT_EQ(t[9], c[0]);
     EXPECT_EQ(j["calls"].number, std::stod(c[2]));
     EXPECT_EQ(t[0], c[2]);
     EXPECT_EQ(j["self_ns"].number, std::stod(c[4]));
     EXPECT_EQ(t[1], cli::HumanNs(std::stoll(c[4])));
+    EXPECT_EQ(j["self_cpu_ns"].number, std::stod(c[11]));
+    EXPECT_EQ(t[3], cli::HumanNs(std::stoll(c[11])));
+    EXPECT_EQ(j["self_wait_ns"].number, std::stod(c[12]));
+    EXPECT_EQ(t[4], cli::HumanNs(std::stoll(c[12])));
+    EXPECT_EQ(std::stoll(c[11]) + std::stoll(c[12]), std::stoll(c[4]));  // CPU and WAIT split SELF
     EXPECT_EQ(j["inclusive_ns"].number, std::stod(c[5]));
-    EXPECT_EQ(t[3], cli::HumanNs(std::stoll(c[5])));
-    EXPECT_EQ(t[5], cli::HumanNs(std::stoll(c[6])));
-    EXPECT_EQ(t[6], cli::HumanNs(std::stoll(c[7])));
+    EXPECT_EQ(t[5], cli::HumanNs(std::stoll(c[5])));
+    EXPECT_EQ(t[7], cli::HumanNs(std::stoll(c[6])));
+    EXPECT_EQ(t[8], cli::HumanNs(std::stoll(c[7])));
     EXPECT_NEAR(j["self_share"].number, std::stod(c[8]), 1e-5);
     if (t[2] != "<0.1%") {
       EXPECT_NEAR(std::stod(t[2]), 100 * std::stod(c[8]), 0.051) << t[2];

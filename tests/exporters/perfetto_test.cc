@@ -46,7 +46,8 @@ struct SliceEvent {
   bool begin;
   std::string name;  // begins only
   int64_t ts;
-  std::vector<std::string> notes;  // debug annotation string values
+  std::vector<std::string> notes;  // debug annotation values, but cpu_ns and wait_ns
+  std::map<std::string, std::string> split;  // cpu_ns and wait_ns (long slices, model/cpu_time.h)
 };
 
 struct Instant {
@@ -58,12 +59,13 @@ struct Instant {
 
 struct Decoded {
   std::string error;  // first problem found, with the packet index
-  size_t packets = 0, slice_events = 0;
+  size_t packets = 0, slice_events = 0, counters = 0;
   // Encoded size of the packets holding slice begin/end events, without the
   // interned names some of them carry.
   size_t event_packet_bytes = 0;
   uint64_t primary_clock = 0;
-  std::vector<TrackInfo> tracks;  // in order of appearance
+  std::vector<TrackInfo> tracks;  // process and thread tracks, in order of appearance
+  std::vector<TrackInfo> counter_tracks;
   std::map<uint64_t, std::vector<SliceEvent>> slices;  // track uuid -> begin/end events
   std::vector<Instant> instants;
   std::map<uint64_t, std::vector<uint64_t>> flags;  // sequence -> flags of each packet
@@ -180,7 +182,12 @@ Decoded DecodeTrace(std::string_view bytes) {
       for (const auto& t : out.tracks) {
         if (t.uuid == info.uuid) return fail("track uuid defined twice"), out;
       }
-      out.tracks.push_back(info);
+      for (const auto& t : out.counter_tracks) {
+        if (t.uuid == info.uuid) return fail("track uuid defined twice"), out;
+      }
+      // Counter tracks (a thread's "CPU %", the sampler's) apart: the checks
+      // below index the process and thread tracks.
+      (info.process || info.thread ? out.tracks : out.counter_tracks).push_back(info);
     }
     if (const ProtoField* te = FindField(p, kTrackEvent)) {
       if (!FindField(p, kTimestamp)) return fail("track event without timestamp"), out;
@@ -197,7 +204,7 @@ Decoded DecodeTrace(std::string_view bytes) {
         name = std::string(n->bytes);
       }
       std::vector<std::string> notes;
-      std::map<std::string, std::string> args;
+      std::map<std::string, std::string> args, split;
       for (const ProtoField* da : FindAll(sub, 4)) {
         ParseMessage(da->bytes, &sub3);
         const ProtoField* k = FindField(sub3, 10);
@@ -205,8 +212,13 @@ Decoded DecodeTrace(std::string_view bytes) {
         const ProtoField* uv = FindField(sub3, 3);
         if (!k || (!sv && !uv)) return fail("debug annotation without name or value"), out;
         const std::string v = sv ? std::string(sv->bytes) : std::to_string(uv->value);
-        notes.push_back(v);
-        args[std::string(k->bytes)] = v;
+        const std::string key(k->bytes);
+        if (key == "cpu_ns" || key == "wait_ns") {
+          split[key] = v;
+        } else {
+          notes.push_back(v);
+        }
+        args[key] = v;
       }
       if (!type) return fail("track event without type"), out;
       if (type->value == 1 || type->value == 2) {
@@ -222,15 +234,17 @@ Decoded DecodeTrace(std::string_view bytes) {
         if (name.empty()) return fail("slice begin without name"), out;
         stacks[track].push_back(name);
         out.max_depth[track] = std::max<uint64_t>(out.max_depth[track], stacks[track].size());
-        out.slices[track].push_back({true, name, ts, notes});
+        out.slices[track].push_back({true, name, ts, notes, split});
         ++out.slice_events;
       } else if (type->value == 2) {
         if (stacks[track].empty()) return fail("slice end without begin on track " + std::to_string(track)), out;
         stacks[track].pop_back();
-        out.slices[track].push_back({false, "", ts, notes});
+        out.slices[track].push_back({false, "", ts, notes, split});
         ++out.slice_events;
       } else if (type->value == 3) {
         out.instants.push_back({track, name, ts, args});
+      } else if (type->value == 4) {
+        ++out.counters;  // "CPU %" and the sampler's counters (sampling_test.cc checks their values)
       } else {
         return fail("unexpected track event type " + std::to_string(type->value)), out;
       }
@@ -259,11 +273,11 @@ class RecordingSink : public model::TraceSink {
   }
   void BeginThread(const format::ThreadInfo& t) override { threads.push_back({t.tid, t.name, {}}); }
   void Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) override {
-    threads.back().events.push_back({true, exporters::KeyName(*ctx_, key), ts, {}});
+    threads.back().events.push_back({true, exporters::KeyName(*ctx_, key), ts, {}, {}});
     if (flags & model::kSliceStartCut) threads.back().events.back().notes.push_back("entered before the window");
   }
   void Exit(uint64_t, int64_t ts, uint32_t, uint8_t flags) override {
-    threads.back().events.push_back({false, "", ts, {}});
+    threads.back().events.push_back({false, "", ts, {}, {}});
     if (flags & model::kSliceOpen) threads.back().events.back().notes.push_back("still running at the dump");
     if (flags & model::kSliceUnwound)
       threads.back().events.back().notes.push_back("exit never came (exception or longjmp)");
@@ -359,7 +373,12 @@ void CheckAgainstDump(const Converted& c) {
 
   // Sequences: the process's, then one per thread; the first packet clears
   // the incremental state, every later one needs it.
-  EXPECT_EQ(c.trace.flags.size(), d.threads.size() + 1);
+  // Threads with CPU readings (and no samples) add a sequence of their own
+  // for their "CPU %" counter track.
+  size_t cpu_tracks = 0;
+  for (const auto& tc : d.cpu) cpu_tracks += tc.readings.size() >= 2 && d.SamplesOf(d.threads[tc.thread_index]) == nullptr;
+  EXPECT_EQ(c.trace.counter_tracks.size(), cpu_tracks);
+  EXPECT_EQ(c.trace.flags.size(), d.threads.size() + 1 + cpu_tracks);
   for (const auto& [seq, flags] : c.trace.flags) {
     ASSERT_FALSE(flags.empty());
     EXPECT_EQ(flags[0], 1u) << "sequence " << seq;
@@ -528,6 +547,38 @@ TEST(Perfetto, SinkHandlesEmptyThreadsAndFlaggedFrames) {
   EXPECT_EQ(t.slices.at(t.tracks[3].uuid).size(), 2u);
   ASSERT_EQ(t.instants.size(), 1u);
   EXPECT_EQ(t.instants[0].ts, 1000);
+}
+
+// Working and waiting (model/cpu_time.h): a slice of 1 ms or more says
+// how much of it was on CPU. The event loop's wait_for_event polls for 20 ms
+// with nothing to read: mostly waiting, whatever the load.
+TEST(Perfetto, LongSlicesSayHowMuchOfThemWasOnCpu) {
+  const std::string dir = FreshDir("perfetto-work-wait");
+  RunResult run = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", Program("event-loop"), "40", "200"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u);
+  RunResult r = Convert(dumps[0], "perfetto", dir + "/t.pftrace");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Decoded t = DecodeTrace(ReadFile(dir + "/t.pftrace"));
+  ASSERT_EQ(t.error, "");
+  size_t split = 0, waited = 0;
+  for (const auto& [track, events] : t.slices) {
+    std::vector<std::string> stack;
+    for (const SliceEvent& e : events) {
+      if (e.begin) {
+        stack.push_back(e.name);
+        continue;
+      }
+      const std::string name = stack.empty() ? "" : stack.back();
+      if (!stack.empty()) stack.pop_back();
+      if (name != "wait_for_event" || e.split.size() != 2) continue;
+      ++split;
+      if (std::stoll(e.split.at("wait_ns")) > std::stoll(e.split.at("cpu_ns"))) ++waited;
+    }
+  }
+  ASSERT_GT(split, 0u);
+  EXPECT_GT(waited * 2, split) << waited << " of " << split;
 }
 
 TEST(Perfetto, SinkReportsAnUnwritablePath) {

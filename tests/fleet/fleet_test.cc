@@ -20,6 +20,7 @@
 #include "../integration/doc_queries.h"
 #include "../integration/harness.h"
 #include "../integration/sqlite_db.h"
+#include "analyses/fleet.h"
 #include "duckdb.h"
 
 namespace lookback::testing {
@@ -110,7 +111,7 @@ TEST(FleetCorpus, EveryHostIsRecordedUnderItsOwnName) {
   EXPECT_EQ(db.Int("SELECT count(DISTINCT build_id) FROM dumps"), 2);
   EXPECT_EQ(db.Int("SELECT count(DISTINCT program) FROM dumps"), 1);
   EXPECT_EQ(db.Query("SELECT DISTINCT program FROM dumps")[0][0], "fleet");
-  EXPECT_EQ(db.Int("SELECT count(*) FROM dumps WHERE schema_version = 1 AND lookback_version = '0.1.0'"), kHosts);
+  EXPECT_EQ(db.Int("SELECT count(*) FROM dumps WHERE schema_version = " + std::to_string(analyses::fleet::kSchemaVersion) + " AND lookback_version = '0.1.0'"), kHosts);
   // The dump itself says it (lookback info), not only the export.
   const std::string first = Dumps(c.dumps + "/" + HostName(1)).at(0);
   RunResult info = RunProgram({Cli(), "info", first});

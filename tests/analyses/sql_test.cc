@@ -156,7 +156,7 @@ TEST(SqlExport, ParentLinksDepthsAndSelfTimesAreConsistent) {
 
 TEST(SqlExport, DocumentedQueriesRunAndAnswerSensibly) {
   const auto queries = DocumentedQueries();
-  for (const char* tag : {"top-self", "self-from-parents", "slow-calls", "before-dump", "slowest-tree", "threads"})
+  for (const char* tag : {"top-self", "top-cpu", "self-from-parents", "slow-calls", "before-dump", "slowest-tree", "threads"})
     ASSERT_TRUE(queries.count(tag)) << "docs/analyses.md has no ```sql block starting with '-- " << tag << ":'";
   Exported e = RecordAndExport();
   Db db(e.db);
@@ -171,6 +171,16 @@ TEST(SqlExport, DocumentedQueriesRunAndAnswerSensibly) {
             (std::set<std::string>{"slow_parse", "wait_reply", "fast_parse", "render"}));
   for (size_t i = 1; i < top.size(); ++i) EXPECT_GE(std::stod(top[i - 1][2]), std::stod(top[i][2])) << i;
   EXPECT_GE(std::stod(top[0][2]), 90);
+  // Work and waiting split self time: wait_reply sleeps, slow_parse spins.
+  const Rows cpu = db.Query(queries.at("top-cpu"));
+  ASSERT_GE(cpu.size(), 5u);
+  double slow_cpu = -1, wait_cpu = -1, wait_wait = -1;
+  for (const auto& r : cpu) {
+    if (r[0] == "slow_parse") slow_cpu = std::stod(r[2]);
+    if (r[0] == "wait_reply") wait_cpu = std::stod(r[2]), wait_wait = std::stod(r[3]);
+  }
+  EXPECT_GT(slow_cpu, wait_cpu);
+  EXPECT_GE(wait_wait, 35);  // 2 x 20 ms asleep
   // The same ranking computed from the parent links alone.
   const Rows from_parents = db.Query(queries.at("self-from-parents"));
   ASSERT_EQ(from_parents.size(), top.size());

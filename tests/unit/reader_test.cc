@@ -146,6 +146,65 @@ TEST(Reader, DamagedSamplesSectionsGiveClearErrors) {
   for (size_t n = 0; n < bytes.size(); n += 97) EXPECT_FALSE(format::Dump::Parse({bytes.data(), n}).ok());
 }
 
+// event-loop 20 60 with 4 KiB rings and --stall-idle 'sleep_*' (format 6):
+// CPU readings for every thread; also a fuzzer seed.
+std::vector<uint8_t> CpuDump() {
+  std::ifstream f(std::string(LOOKBACK_SOURCE_DIR) + "/tests/data/corpus/seed-9-cpu.lbk", std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST(Reader, CpuReadingsAttachToTheThreadTheyFollowInOrder) {
+  const auto bytes = CpuDump();
+  ASSERT_FALSE(bytes.empty());
+  auto d = format::Dump::Parse(bytes);
+  ASSERT_TRUE(d.ok()) << d.error().ToString();
+  const format::Dump& dump = d.value();
+  EXPECT_EQ(dump.version, 6);
+  EXPECT_EQ(dump.metadata.at(format::metadata::kStallIdle), "sleep_*");
+  ASSERT_FALSE(dump.cpu.empty());
+  for (const auto& c : dump.cpu) {
+    ASSERT_LT(c.thread_index, dump.threads.size());
+    EXPECT_EQ(dump.threads[c.thread_index].tid, c.tid);
+    EXPECT_EQ(c.interval_ns, 10000000u);
+    for (size_t i = 1; i < c.readings.size(); ++i) {
+      EXPECT_GE(c.readings[i].tsc, c.readings[i - 1].tsc);
+      EXPECT_GE(c.readings[i].cpu_ns, c.readings[i - 1].cpu_ns);
+    }
+  }
+}
+
+TEST(Reader, DamagedCpuSectionsGiveClearErrors) {
+  const auto bytes = CpuDump();
+  const size_t at = SectionOffset(bytes, static_cast<uint32_t>(format::SectionType::kCpu));
+  ASSERT_NE(at, 0u);
+  auto with = [&](size_t offset, uint8_t value) {
+    auto copy = bytes;
+    copy[at + 16 + offset] = value;
+    return format::Dump::Parse(copy);
+  };
+  auto too_many = with(19, 0x7f);  // reading count's high byte
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.error().message.find("CPU readings that do not fit"), std::string::npos) << too_many.error().ToString();
+  auto other_thread = with(0, static_cast<uint8_t>(bytes[at + 16] + 1));  // tid
+  ASSERT_FALSE(other_thread.ok());
+  EXPECT_NE(other_thread.error().message.find("do not follow that thread's section"), std::string::npos);
+  // A reading whose CPU time runs backwards is dropped, not believed.
+  auto copy = bytes;
+  const size_t second_cpu = at + 16 + 24 + 16 + 8;  // the second reading's CPU time
+  auto parsed = format::Dump::Parse(copy);
+  ASSERT_TRUE(parsed.ok());
+  const size_t readings = parsed.value().cpu.front().readings.size();
+  ASSERT_GE(readings, 2u);
+  ASSERT_GT(parsed.value().cpu.front().readings[0].cpu_ns, 0u);  // the main thread ran before its first reading
+  {
+    for (int b = 0; b < 8; ++b) copy[second_cpu + b] = 0;
+    auto back = format::Dump::Parse(copy);
+    ASSERT_TRUE(back.ok()) << back.error().ToString();
+    EXPECT_EQ(back.value().cpu.front().readings.size(), readings - 1);
+  }
+  for (size_t n = 0; n < bytes.size(); n += 97) EXPECT_FALSE(format::Dump::Parse({bytes.data(), n}).ok());
+}
+
 TEST(Reader, OpenReportsMissingFiles) {
   auto d = format::Dump::Open("/nonexistent/dump.lbk");
   ASSERT_FALSE(d.ok());

@@ -98,6 +98,11 @@ std::vector<uint8_t> SampledDump() {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+// `bytes` parsed with one byte of the first section of `type` changed:
+// `offset` counts from the section's payload.
+lookback::Result<format::Dump> WithPayloadByte(const std::vector<uint8_t>& bytes, format::SectionType type, size_t offset,
+                                     uint8_t value);
+
 // Byte offset of the first section of `type`, or 0.
 size_t SectionOffset(const std::vector<uint8_t>& b, uint32_t type) {
   auto u32 = [&](size_t at) { return uint32_t{b[at]} | uint32_t{b[at + 1]} << 8 | uint32_t{b[at + 2]} << 16 | uint32_t{b[at + 3]} << 24; };
@@ -106,6 +111,15 @@ size_t SectionOffset(const std::vector<uint8_t>& b, uint32_t type) {
     if (u32(off) == type) return off;
   }
   return 0;
+}
+
+lookback::Result<format::Dump> WithPayloadByte(const std::vector<uint8_t>& bytes, format::SectionType type, size_t offset,
+                                     uint8_t value) {
+  const size_t at = SectionOffset(bytes, static_cast<uint32_t>(type));
+  EXPECT_NE(at, 0u);
+  auto copy = bytes;
+  copy.at(at + 16 + offset) = value;
+  return format::Dump::Parse(copy);
 }
 
 TEST(Reader, SamplesAttachToTheThreadTheyFollow) {
@@ -129,11 +143,7 @@ TEST(Reader, DamagedSamplesSectionsGiveClearErrors) {
   const auto bytes = SampledDump();
   const size_t at = SectionOffset(bytes, static_cast<uint32_t>(format::SectionType::kSamples));
   ASSERT_NE(at, 0u);
-  auto with = [&](size_t offset, uint8_t value) {
-    auto copy = bytes;
-    copy[at + 16 + offset] = value;
-    return format::Dump::Parse(copy);
-  };
+  auto with = [&](size_t offset, uint8_t value) { return WithPayloadByte(bytes, format::SectionType::kSamples, offset, value); };
   auto no_fields = with(16, 0);  // fields per sample
   ASSERT_FALSE(no_fields.ok());
   EXPECT_NE(no_fields.error().message.find("samples have 0 fields"), std::string::npos) << no_fields.error().ToString();
@@ -177,11 +187,7 @@ TEST(Reader, DamagedCpuSectionsGiveClearErrors) {
   const auto bytes = CpuDump();
   const size_t at = SectionOffset(bytes, static_cast<uint32_t>(format::SectionType::kCpu));
   ASSERT_NE(at, 0u);
-  auto with = [&](size_t offset, uint8_t value) {
-    auto copy = bytes;
-    copy[at + 16 + offset] = value;
-    return format::Dump::Parse(copy);
-  };
+  auto with = [&](size_t offset, uint8_t value) { return WithPayloadByte(bytes, format::SectionType::kCpu, offset, value); };
   auto too_many = with(19, 0x7f);  // reading count's high byte
   ASSERT_FALSE(too_many.ok());
   EXPECT_NE(too_many.error().message.find("CPU readings that do not fit"), std::string::npos) << too_many.error().ToString();

@@ -332,11 +332,6 @@ uint64_t BudgetTick(uint64_t now_ns) {
       const double own = std::max((static_cast<double>(dcpu) - counted) / (1 + shed_share), static_cast<double>(dcpu) / 10);
       const double cost = counted + shed_share * own;
       const double estimate = cost / own;
-      // Calm is judged on what was counted: the priced part is a rate from
-      // the time of the shed, which no change of phase lowers (with it, a
-      // function once hot would never come back). One still hot comes back
-      // after the calm (3 s, doubling) and is shed again, with its new rate.
-      const double counted_estimate = counted / std::max(static_cast<double>(dcpu) - counted, static_cast<double>(dcpu) / 10);
       const double per_cpu_s = 1e9 / static_cast<double>(dcpu);
       const uint64_t tp_per_s = static_cast<uint64_t>(static_cast<double>(dpos) * per_cpu_s);
       st.filtered = filtered;
@@ -347,7 +342,15 @@ uint64_t BudgetTick(uint64_t now_ns) {
       st.estimate_bp = static_cast<uint32_t>(std::min(estimate * 10000, 1e9));
       st.tp_per_s = tp_per_s;
       st.judged = true;
-      worst = std::max(worst, counted_estimate);
+      // Calm is judged on the whole estimate, as when those calls were
+      // counted: a busy thread whose pass-built shed functions were hot
+      // when shed is never calm. Its price is a rate from the time of the
+      // shed, which a change of phase does not lower, so such functions stay
+      // shed while the thread stays busy (and come back once it idles).
+      // Judging calm without it would bring them back every calm period
+      // (3 s, doubling) even while they are hot, and on a loaded machine
+      // within a second or two of CPU.
+      worst = std::max(worst, estimate);
       // Shedding works on what the thread records: the calls of functions
       // already shed still cost their hook call (or JNI call) whatever is
       // shed next, so shedding more to pay for them would only lose

@@ -30,8 +30,9 @@
 //
 // Re-evaluate. Once no thread's estimate has been over a quarter of the
 // budget for kBudgetCalmNs (doubled after each return, up to 32 times), the
-// program has changed phase (calm is judged on what was counted, without the
-// pass's shed calls priced from a rate that cannot change until they come back): every shed function comes back (its rate now
+// program has changed phase (the pass's shed calls are priced from a rate that
+// cannot change until they come back: while they keep a busy thread's
+// estimate over a quarter of the budget, it is not calm): every shed function comes back (its rate now
 // cannot be known while it is not recorded), and one that is still hot is
 // shed again at its thread's next judgement.
 //

@@ -440,6 +440,7 @@ std::vector<std::pair<std::string, std::string>> BudgetMetadata() {
   Budget& b = B();
   std::lock_guard<std::mutex> lock(b.mutex);
   if (b.measured) {
+    m.emplace_back(format::metadata::kBudgetPassShedPs, std::to_string(static_cast<uint64_t>(b.cost.pass_shed_ns * 1000)));
     m.emplace_back(format::metadata::kBudgetCostPs, std::to_string(static_cast<uint64_t>(b.cost.recorded_ns * 1000)) + " " +
                                                         std::to_string(static_cast<uint64_t>(b.cost.filtered_ns * 1000)));
   }

@@ -120,6 +120,11 @@ void PrintBudget(const format::Dump& d, symbolize::Symbolizer& sym) {
   if (b.cost_ps != 0) {
     line += fmt::format("; a trace point costs {:.1f} ns here, a shed function's call through the compiler hooks {:.1f} ns",
                         static_cast<double>(b.cost_ps) / 1000, static_cast<double>(b.filtered_cost_ps) / 1000);
+    if (b.pass_shed_cost_ps != 0) {
+      line += fmt::format(", one built with the clang pass {:.2f} ns per trace point (not counted: priced from its "
+                          "rate when shed)",
+                          static_cast<double>(b.pass_shed_cost_ps) / 1000);
+    }
   }
   fmt::print("  budget        {}\n", line);
   for (const format::BudgetEstimate& t : b.threads) {

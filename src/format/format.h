@@ -320,6 +320,10 @@ inline constexpr const char* kBudget = "budget.percent";        // "3%", "2.5%" 
 // "RECORDED FILTERED": a trace point's measured cost in picoseconds, recorded
 // and dropped by the filter (a shed function's call through the hooks).
 inline constexpr const char* kBudgetCostPs = "budget.cost_ps";
+// "PASS_SHED": a shed function's trace point in code built with the clang
+// pass (its guard path), in picoseconds, measured at start. Those calls are
+// not counted: the estimate prices them from their rate when shed.
+inline constexpr const char* kBudgetPassShedPs = "budget.pass_shed_ps";
 // Lines "TID ESTIMATE TRACE_POINTS_PER_S FILTERED_PER_S": each judged
 // thread's latest estimate (basis points of its CPU time), records and
 // filtered calls per second of its CPU time.

@@ -162,6 +162,10 @@ std::optional<Error> ParseBudgetMetadata(const std::map<std::string, std::string
     out->cost_ps = f[0];
     out->filtered_cost_ps = f[1];
   }
+  if (const std::string* v = get(metadata::kBudgetPassShedPs)) {
+    if (!SplitFields(*v, 1, false, f)) return Error{"metadata " + std::string(metadata::kBudgetPassShedPs) + " is not a number: '" + *v + "'", 0};
+    out->pass_shed_cost_ps = f[0];
+  }
   auto lines = [](const std::string& text, auto&& each) {
     size_t at = 0;
     while (at < text.size()) {

@@ -116,6 +116,7 @@ struct BudgetInfo {
   std::string percent = "off";  // "3%", "off"; "off" for dumps of runtimes without a budget
   uint64_t cost_ps = 0;           // one trace point's measured cost (0: not measured yet)
   uint64_t filtered_cost_ps = 0;  // a call the filter drops (the hook still runs)
+  uint64_t pass_shed_cost_ps = 0;  // a shed function's trace point in pass-built code (0: not in the dump)
   std::vector<BudgetEstimate> threads;
   std::vector<ShedInfo> shed;   // in the order shed
   // The functions not recorded at CLOCK_MONOTONIC `ns`.

@@ -167,17 +167,20 @@ bool IsShedNow(uint64_t fn) {
 
 // Sends the shed set where trace points look: the filter table (hooks,
 // lb_enter) and the clang pass's guards, set for what was added and cleared
-// for what came back since `before`. Caller holds b.mutex.
-void Publish(const Budget& b, const std::vector<uint64_t>& before) {
+// for what came back since `before`. Returns the keys added that have a
+// guard (sorted). Caller holds b.mutex.
+std::vector<uint64_t> Publish(const Budget& b, const std::vector<uint64_t>& before) {
   SetShedFilter(b.shed);
   g_shed_snapshot.store(new std::vector<uint64_t>(b.shed), std::memory_order_release);
   SetShedQuery(&IsShedNow);
+  std::vector<uint64_t> guarded;
   for (uint64_t k : b.shed) {
-    if (!std::binary_search(before.begin(), before.end(), k)) SetPassGuard(k, true);
+    if (!std::binary_search(before.begin(), before.end(), k) && SetPassGuard(k, true)) guarded.push_back(k);
   }
   for (uint64_t k : before) {
     if (!std::binary_search(b.shed.begin(), b.shed.end(), k)) SetPassGuard(k, false);
   }
+  return guarded;
 }
 
 // Sheds the functions of `r` that cost most until what the thread records
@@ -189,7 +192,7 @@ void Publish(const Budget& b, const std::vector<uint64_t>& before) {
 // share is noise); if more must go, the next judgement, measured with the
 // others gone, sees it better. Caller holds b.mutex.
 void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double least_ns, uint64_t tp_per_s,
-              uint64_t now_ns, double ticks_per_ns) {
+              double own_share, uint64_t now_ns, double ticks_per_ns) {
   std::unordered_map<uint64_t, KeyCount> counts;
   const uint64_t counted = CountRecent(r, &counts);
   if (counted == 0) return;
@@ -225,6 +228,7 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double l
     f.key = cand.key;
     f.at_ns = now_ns;
     f.calls_per_s = static_cast<uint64_t>(rate / 2);
+    f.calls_per_own_s = rate / 2 / own_share;
     f.mean_ns = cand.c.timed ? static_cast<uint64_t>(static_cast<double>(cand.c.ticks) / cand.c.timed / ticks_per_ns) : 0;
     f.tid = tid;
     b.history.push_back(f);
@@ -273,6 +277,12 @@ uint64_t BudgetTick(uint64_t now_ns) {
     std::lock_guard<std::mutex> lock(b.mutex);
     const std::vector<uint64_t> before = b.shed;
     const size_t history_before = b.history.size();
+    // Per thread, the calls per second of its own work of what it shed
+    // through the clang pass's guards and is still shed.
+    std::unordered_map<uint32_t, double> pass_shed_rate;
+    for (const ShedFunction& f : b.history) {
+      if (f.pass_guard && f.until_ns == 0) pass_shed_rate[f.tid] += f.calls_per_own_s;
+    }
     Runtime& rt = R();
     for (uint32_t i = 0; i < rt.registry_size; ++i) {
       const Ring* r = rt.registry[i].load(std::memory_order_acquire);
@@ -297,8 +307,23 @@ uint64_t BudgetTick(uint64_t now_ns) {
       const uint64_t dcpu = cpu - st.cpu_ns;
       if (dcpu < (st.judged ? kBudgetMinCpuNs : kBudgetFirstCpuNs)) continue;  // keep the baseline until there is enough to judge
       const uint64_t dpos = pos - st.pos, dfiltered = filtered - st.filtered;
-      const double cost = static_cast<double>(dpos) * b.cost.recorded_ns + static_cast<double>(dfiltered) * b.cost.filtered_ns;
-      const double own = std::max(static_cast<double>(dcpu) - cost, static_cast<double>(dcpu) / 10);
+      // What the ring counted: its records and the filter's dropped calls.
+      const double counted = static_cast<double>(dpos) * b.cost.recorded_ns + static_cast<double>(dfiltered) * b.cost.filtered_ns;
+      // The calls of functions it shed through the pass's guards, which
+      // nothing counts (inline_hooks.cc): at R calls per second of own
+      // work, two trace points each at pass_shed_ns, they cost a share
+      // 2 R pass_shed_ns of `own`, and own = dcpu - counted - that share.
+      // R is the rate when shed: a function called less since is
+      // over-priced until the budget calms down and brings it back, one
+      // called more under-priced; a thread calling what another thread
+      // shed is not priced for it. The price is the guard path timed at
+      // start (MeasureTracePoint), which cannot see what keeping the bit
+      // costs in the function's registers.
+      const auto rate = pass_shed_rate.find(r->tid);
+      const double shed_share =
+          rate == pass_shed_rate.end() ? 0.0 : 2 * rate->second * b.cost.pass_shed_ns / 1e9;
+      const double own = std::max((static_cast<double>(dcpu) - counted) / (1 + shed_share), static_cast<double>(dcpu) / 10);
+      const double cost = counted + shed_share * own;
       const double estimate = cost / own;
       const double per_cpu_s = 1e9 / static_cast<double>(dcpu);
       const uint64_t tp_per_s = static_cast<uint64_t>(static_cast<double>(dpos) * per_cpu_s);
@@ -310,6 +335,14 @@ uint64_t BudgetTick(uint64_t now_ns) {
       st.estimate_bp = static_cast<uint32_t>(std::min(estimate * 10000, 1e9));
       st.tp_per_s = tp_per_s;
       st.judged = true;
+      // Calm is judged on the whole estimate, as when those calls were
+      // counted: a busy thread whose pass-built shed functions were hot
+      // when shed is never calm. Its price is a rate from the time of the
+      // shed, which a change of phase does not lower, so such functions stay
+      // shed while the thread stays busy (and come back once it idles).
+      // Judging calm without it would bring them back every calm period
+      // (3 s, doubling) even while they are hot, and on a loaded machine
+      // within a second or two of CPU.
       worst = std::max(worst, estimate);
       // Shedding works on what the thread records: the calls of functions
       // already shed still cost their hook call (or JNI call) whatever is
@@ -325,7 +358,8 @@ uint64_t BudgetTick(uint64_t now_ns) {
         const size_t before = b.shed.size();
         // Over the target, in ns per second of the thread's CPU time.
         const double excess_ns = (recorded - budget * 2 / 3) * 1e9;
-        ShedFrom(b, *r, r->tid, excess_ns, budget / 20 * 1e9, tp_per_s, now_ns, ticks_per_ns);
+        ShedFrom(b, *r, r->tid, excess_ns, budget / 20 * 1e9, tp_per_s, own / static_cast<double>(dcpu), now_ns,
+                 ticks_per_ns);
         changed = changed || b.shed.size() != before;
       }
     }
@@ -353,9 +387,12 @@ uint64_t BudgetTick(uint64_t now_ns) {
       // publication) and is shed from its at_ns on (taken after it), so a
       // reader may trust that nothing of it lies in between.
       const uint64_t before_ns = MonotonicNs();
-      Publish(b, before);
+      const std::vector<uint64_t> guarded = Publish(b, before);
       const uint64_t after_ns = MonotonicNs();
-      for (size_t i = history_before; i < b.history.size(); ++i) b.history[i].at_ns = after_ns;
+      for (size_t i = history_before; i < b.history.size(); ++i) {
+        b.history[i].at_ns = after_ns;
+        b.history[i].pass_guard = std::binary_search(guarded.begin(), guarded.end(), b.history[i].key);
+      }
       for (ShedFunction& f : b.history) {
         if (f.until_ns == kUntilPending) f.until_ns = before_ns;
       }
@@ -396,6 +433,7 @@ std::vector<std::pair<std::string, std::string>> BudgetMetadata() {
   Budget& b = B();
   std::lock_guard<std::mutex> lock(b.mutex);
   if (b.measured) {
+    m.emplace_back(format::metadata::kBudgetPassShedPs, std::to_string(static_cast<uint64_t>(b.cost.pass_shed_ns * 1000)));
     m.emplace_back(format::metadata::kBudgetCostPs, std::to_string(static_cast<uint64_t>(b.cost.recorded_ns * 1000)) + " " +
                                                         std::to_string(static_cast<uint64_t>(b.cost.filtered_ns * 1000)));
   }

@@ -10,8 +10,12 @@
 // (Ring::pos), the calls the filter dropped (Ring::filtered) and the thread's
 // CPU time, and prices the records at the cost of one trace point measured
 // at start on this machine, for the clock mode and front-end in use
-// (MeasureTracePoint). The estimate is that cost over the CPU time the
-// thread spent on its own work (CPU time less the cost).
+// (MeasureTracePoint). The calls of functions shed through the clang pass's
+// guards are not counted where they run (that would be a store per call,
+// most of what such a call costs): they are priced from the rate at which
+// the thread made them when they were shed, per second of its own work. The
+// estimate is that cost over the CPU time the thread spent on its own work
+// (CPU time less the cost).
 //
 // Shed. When a thread's estimate passes the budget, the control thread reads
 // the thread's latest records (at most kBudgetScanRecords), counts them per
@@ -26,7 +30,9 @@
 //
 // Re-evaluate. Once no thread's estimate has been over a quarter of the
 // budget for kBudgetCalmNs (doubled after each return, up to 32 times), the
-// program has changed phase: every shed function comes back (its rate now
+// program has changed phase (the pass's shed calls are priced from a rate that
+// cannot change until they come back: while they keep a busy thread's
+// estimate over a quarter of the budget, it is not calm): every shed function comes back (its rate now
 // cannot be known while it is not recorded), and one that is still hot is
 // shed again at its thread's next judgement.
 //
@@ -65,6 +71,14 @@ struct ShedFunction {
   uint64_t calls_per_s = 0;  // its calls per second of the thread's CPU time, when it was shed
   uint64_t mean_ns = 0;      // the mean duration of its calls then (0: not measured, untimed records only)
   uint32_t tid = 0;          // the thread whose estimate shed it
+  // Not in dumps. Its calls per second of that thread's own work then (CPU
+  // time less the estimated cost of tracing: what shedding does not change,
+  // where a rate per CPU second measured at full price is several times too
+  // low once the thread runs without its cost), and whether code built with
+  // the clang pass has a guard for it: nothing counts those calls, so the
+  // estimate prices them at this rate until the function comes back.
+  double calls_per_own_s = 0;
+  bool pass_guard = false;
 };
 
 bool BudgetOn() __attribute__((no_instrument_function));
@@ -80,10 +94,13 @@ std::vector<uint64_t> ShedKeys() __attribute__((no_instrument_function));
 // process's clock mode, through lb_enter/lb_exit (`managed`: a managed
 // runtime's probes) or the compiler hooks: recorded, and dropped by the
 // filter table (a shed or excluded function's call through the hooks still
-// costs the call). runtime.cc.
+// costs the call); and a shed function's trace point in code built with the
+// clang pass (its guarded hooks' shed path: a byte load and a branch at
+// entry, a test of the kept bit at the exit). runtime.cc.
 struct TracePointCost {
   double recorded_ns = 10;
   double filtered_ns = 2;
+  double pass_shed_ns = 0.2;
 };
 TracePointCost MeasureTracePoint(bool managed) __attribute__((no_instrument_function));
 

@@ -105,6 +105,8 @@ struct ThreadState {
   bool stall_seen = false;  // this quiet period was judged already
   // Calls the filter dropped (shed or excluded functions, Ring::filtered):
   // a thread making them is not stalled, though it writes no trace point.
+  // (A shed function's calls in pass-built code are not counted: a thread
+  // busy only in those looks quiet, docs/triggers.md.)
   uint64_t stall_filtered = 0;
   uint64_t filtered_seen_tsc = 0;  // when stall_filtered last moved
   uint64_t fired_scope[kMaxWatchedScopes] = {};

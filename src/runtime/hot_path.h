@@ -127,10 +127,12 @@ struct alignas(64) Ring {
   EventTags event_tags = MakeEventTags();
   // ---- cold metadata, see runtime.cc ----
   // Calls of shed or excluded functions that were not recorded: each filter
-  // table hit of the hooks and lb_enter/lb_exit (exclude.h) and, counted
-  // twice (its entry and exit), each call the clang pass's guard skipped.
-  // They still cost something, which the overhead budget counts
-  // (budget.h). Owner writes (CountFiltered), the control thread reads.
+  // table hit of the hooks and lb_enter/lb_exit (exclude.h). They still cost
+  // the hook call, which the overhead budget counts (budget.h). The clang
+  // pass's guard does not count the calls it skips (ring ABI 6: a store per
+  // call would be most of what such a call costs); the budget prices those
+  // from their rate when shed. Owner writes (CountFiltered), the control
+  // thread reads.
   uint64_t filtered = 0;
   uint64_t capacity = 0;
   uint64_t map_bytes = 0;  // size of the mapping holding header and slots
@@ -175,7 +177,7 @@ enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
 extern "C" {
 // The calling thread's ring (see the state machine above).
-// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi5 (LOOKBACK_RING_TLS_SYMBOL).
+// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi6 (LOOKBACK_RING_TLS_SYMBOL).
 extern __thread lookback::rt::Ring* lb_tls_ring __asm__(LOOKBACK_RING_TLS_SYMBOL)
     __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).

@@ -5,8 +5,9 @@
 //
 // ABI with the pass (src/frontends/pass/lookback_pass.cc), fixed:
 //   - every guarded function F has a one-byte guard in its module, 0 recorded,
-//     nonzero shed. F's entry reads it (relaxed) once tracing is on for the
-//     thread, and the invocation's exits follow that decision;
+//     nonzero shed. F's entry reads it (relaxed) before anything else, and
+//     the invocation's exits follow that decision (a shed invocation's
+//     trace points read nothing else and write nothing: no count either);
 //   - each module has a table of PassGuardEntry in the section
 //     `lookback_guards`; a constructor of the module passes [begin, end) of
 //     its own table to lb_pass_register_guards, a destructor to

@@ -18,9 +18,12 @@
 // clock mode and last reading in cache line 0, on_cpu at the start of line 1;
 // 4: base slots 16-byte aligned for one SSE2 compare, EVENT tags looked up in
 // the Ring, the slow path's arguments reordered; 5: Ring::filtered, which the
-// clang pass's inlined code increments for a call of a shed function.)
+// clang pass's inlined code increments for a call of a shed function; 6: the
+// pass's inlined code no longer counts them (the guard is read before the
+// thread-local, and the budget prices those calls from their rate when shed):
+// a runtime of 5 would under-price them, one of 6 would count them twice.)
 #ifndef LOOKBACK_RING_ABI
-#define LOOKBACK_RING_ABI 5
+#define LOOKBACK_RING_ABI 6
 #endif
 
 #define LOOKBACK_RING_ABI_STR2(x) #x

@@ -236,7 +236,9 @@ void ExpectExactlyTheRecordedInvocations(const std::string& dump) {
       // 4. victim(3), recorded again inside victim(1): only victim(0) began recorded.
       "+marker -marker +victim +leaf -leaf -victim " +
       // 5. victim(1), recorded.
-      "+victim +victim +leaf -leaf -victim -victim");
+      "+victim +victim +leaf -leaf -victim -victim " +
+      // 7. victim(2), shed, entered with tracing off, left with it on.
+      "+leaf -leaf");
   EXPECT_EQ(main.calls, want_main);
   // 6. The worker was in victim(1) of victim(3) when main shed victim.
   EXPECT_EQ(worker.calls, Split(recorded_x3));

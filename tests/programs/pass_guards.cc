@@ -19,10 +19,13 @@
 #include <thread>
 
 extern "C" int lb_debug_shed(uint64_t fn, int shed) __attribute__((weak));
+extern "C" void lb_thread_disable(void) __attribute__((weak));
+extern "C" void lb_thread_enable(void) __attribute__((weak));
 
 namespace {
 int g_shed_at = -1;    // victim(n) sheds victim when n == g_shed_at
 int g_unshed_at = -1;  // and records it again when n == g_unshed_at
+int g_enable_at = -1;  // victim(n) turns tracing back on for its thread when n == g_enable_at
 thread_local bool t_worker = false;
 int g_wait_at = -1;  // the worker stops in victim(g_wait_at) until main has shed victim
 std::mutex g_mu;
@@ -55,6 +58,7 @@ __attribute__((noinline)) int victim(int n) {
     shed_victim(0);
     marker();
   }
+  if (n == g_enable_at && lb_thread_enable != nullptr) lb_thread_enable();
   if (t_worker && n == g_wait_at) {
     std::unique_lock<std::mutex> lock(g_mu);
     g_inside = true;
@@ -128,6 +132,13 @@ int main(int argc, char** argv) {
   }
   g_cv.notify_all();
   worker.join();
+  // 7. Shed, entered with tracing off and left with it on again (turned on
+  //    inside victim(1) of victim(2)): the guard decides first, so no
+  //    invocation of victim is recorded, not even its exits; leaf is.
+  if (lb_thread_disable != nullptr) lb_thread_disable();
+  g_enable_at = 1;
+  victim(2);
+  g_enable_at = -1;
   printf("pass_guards: %s, %d failures\n", lb_debug_shed == nullptr ? "no runtime" : "linked", g_failures);
   return g_failures == 0 ? 0 : 1;
 }

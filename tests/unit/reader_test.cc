@@ -226,6 +226,7 @@ TEST(ReaderBudget, ParsesTheBudgetsMetadataAndNamesABadLine) {
   std::map<std::string, std::string> m = {
       {md::kBudget, "2.5%"},
       {md::kBudgetCostPs, "10500 1800"},
+      {md::kBudgetPassShedPs, "230"},
       {md::kBudgetThreads, "101 250 3000000 0\n102 9000 60000000 40000000\n"},
       {md::kBudgetShed, "55aa7be9a440 1000 0 39891044 11 101\n80000000000001 2000 5000 797618 0 102\n"},
   };
@@ -233,6 +234,7 @@ TEST(ReaderBudget, ParsesTheBudgetsMetadataAndNamesABadLine) {
   EXPECT_EQ(b.percent, "2.5%");
   EXPECT_EQ(b.cost_ps, 10500u);
   EXPECT_EQ(b.filtered_cost_ps, 1800u);
+  EXPECT_EQ(b.pass_shed_cost_ps, 230u);
   ASSERT_EQ(b.threads.size(), 2u);
   EXPECT_EQ(b.threads[1].estimate_bp, 9000u);
   EXPECT_EQ(b.threads[1].filtered_per_s, 40000000u);

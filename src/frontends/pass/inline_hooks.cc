@@ -56,48 +56,57 @@ LOOKBACK_PASS_HOOK void lb_pass_exit_check(uint64_t key) {
 // recorded; the pass keeps that bit in a local and hands it to every exit
 // hook of the invocation, so an invocation's exits follow its entry whatever
 // the guard does in between (recursion included), and nesting stays exact.
-// The guard is read only once tracing is seen on for the thread: tracing off
-// costs what it cost without guards. An invocation that began with tracing
-// off keeps the unguarded behaviour at its exits (recorded if tracing came
-// on meanwhile, as without guards).
+//
+// The guard is read first, before the thread-local: a shed function's call
+// costs a byte load (RIP-relative) and a branch at entry, and a test of the
+// bit at each exit, with no thread-local load and no store. Its calls are not
+// counted per call (Ring::filtered is the hooks' and lb_enter's): the budget
+// prices them from the call rate it shed them at (budget.h, pass_shed_ns).
+// Tracing off pays the byte load and the bit test on top of the unguarded
+// trace points (docs/pass.md has the figures). An invocation of a function
+// not shed that began with tracing off keeps the unguarded behaviour at its
+// exits (recorded if tracing came on meanwhile, as without guards); one of a
+// shed function is never recorded.
+//
+// Laid out for a function not shed; a shed invocation's entry takes one
+// branch, over the thread-local test.
 LOOKBACK_PASS_HOOK bool lb_pass_enter_guarded(uint64_t key, const uint8_t* guard) {
-  Ring* r = lb_tls_ring;
-  if (__builtin_expect(r == nullptr, 0)) return true;
-  if (__builtin_expect(__atomic_load_n(guard, __ATOMIC_RELAXED) != 0, 0)) {
-    lookback::rt::CountFiltered(r, 2);  // its entry and exit: the budget prices them (budget.h)
-    return false;
+  const bool recorded = __atomic_load_n(guard, __ATOMIC_RELAXED) == 0;
+  if (__builtin_expect(recorded, 1)) {
+    Ring* r = lb_tls_ring;
+    if (__builtin_expect(r != nullptr, 1)) {
+      lookback::rt::RecordNow(r, false, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
+    }
   }
-  lookback::rt::RecordNow(r, false, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
-  return true;
+  return recorded;
 }
 
 LOOKBACK_PASS_HOOK void lb_pass_exit_guarded(uint64_t key, bool recorded) {
+  if (!recorded) return;
   Ring* r = lb_tls_ring;
-  if (__builtin_expect(r == nullptr, 0) || !recorded) return;
-  lookback::rt::RecordNow(r, true, key);
+  if (__builtin_expect(r != nullptr, 1)) lookback::rt::RecordNow(r, true, key);
 }
 
 LOOKBACK_PASS_HOOK bool lb_pass_enter_check_guarded(uint64_t key, const uint8_t* guard) {
-  Ring* r = lb_tls_ring;
-  if (__builtin_expect(r != nullptr, 0)) {
-    if (__atomic_load_n(guard, __ATOMIC_RELAXED) != 0) {
-      lookback::rt::CountFiltered(r, 2);  // its entry and exit: the budget prices them (budget.h)
-      return false;
+  const bool recorded = __atomic_load_n(guard, __ATOMIC_RELAXED) == 0;
+  if (__builtin_expect(recorded, 1)) {
+    Ring* r = lb_tls_ring;
+    if (__builtin_expect(r != nullptr, 0)) {
+      lb_pass_enter_on(r, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
     }
-    lb_pass_enter_on(r, key, reinterpret_cast<uint64_t>(__builtin_return_address(0)));
   }
-  return true;
+  return recorded;
 }
 
-// Two branches, not one on (r != nullptr && recorded), which is what the
-// optimiser makes of them and what the code generator may then lower to
-// setcc/or on the tracing-off path. The empty asm hides `recorded` from it,
-// so tracing off pays the unguarded test and nothing more here.
+// The bit first: a shed invocation's exits skip the thread-local load, and
+// tracing off pays the bit's test (a register, or a stack slot) on top of
+// the unguarded test. clang 14 -O2 tests the guard byte it keeps for the bit
+// directly (an empty asm on `recorded` here, as the previous shape had, made
+// it materialise the bit with a sete and test that instead).
 LOOKBACK_PASS_HOOK void lb_pass_exit_check_guarded(uint64_t key, bool recorded) {
-  Ring* r = lb_tls_ring;
-  if (__builtin_expect(r != nullptr, 0)) {
-    __asm__ volatile("" : "+r"(recorded));
-    if (__builtin_expect(recorded, 1)) lb_pass_exit_on(r, key);
+  if (__builtin_expect(recorded, 1)) {
+    Ring* r = lb_tls_ring;
+    if (__builtin_expect(r != nullptr, 0)) lb_pass_exit_on(r, key);
   }
 }
 

@@ -53,7 +53,8 @@ void ReportBuilder::Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) {
   const bool outermost = a.active++ == 0;
   if (outermost) ++a.outer_calls;
   stack_.push_back(Frame{key, ts, 0, next_bound_, &a, outermost, (flags & model::kSliceStartCut) != 0});
-  waiting_.Enter(ts, ctx_ != nullptr && waits_.IsWaitKey(key, ctx_->symbols));
+  if (a.waits < 0) a.waits = ctx_ != nullptr && waits_.IsWaitKey(key, ctx_->symbols) ? 1 : 0;
+  waiting_.Enter(ts, a.waits == 1);
   next_bound_ = 0;
 }
 

@@ -128,6 +128,7 @@ class ReportBuilder : public model::TraceSink {
     int64_t inclusive = 0, self = 0, max = 0, inclusive_bound = 0;
     int64_t self_cpu = 0, inclusive_cpu = 0;
     uint32_t active = 0;  // activations of this function on the stack now
+    int8_t waits = -1;    // a waiting function (waiting.h): 1, 0, or -1 not looked up yet
   };
   struct Frame {
     uint64_t key;

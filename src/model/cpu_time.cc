@@ -40,7 +40,7 @@ CpuTimeline CpuTimeline::ForWalkedThread(const ExportContext& ctx, const format:
   return timeline;
 }
 
-CpuTimeline::CpuTimeline(std::vector<std::pair<int64_t, int64_t>> points) : points_(std::move(points)) {}
+CpuTimeline::CpuTimeline(std::vector<std::pair<int64_t, int64_t>> points) : points_(std::move(points)) { ComputeRates(); }
 
 void CpuTimeline::Refine(const std::vector<std::pair<int64_t, int64_t>>& quiet) {
   if (!known() || quiet.empty()) return;
@@ -97,24 +97,28 @@ void CpuTimeline::Refine(const std::vector<std::pair<int64_t, int64_t>>& quiet) 
   }
   points_ = std::move(out);
   cursor_ = 0;
+  ComputeRates();
 }
 
-double CpuTimeline::Rate(size_t i) const {
-  const int64_t dt = points_[i + 1].first - points_[i].first;
-  if (dt <= 0) return 1.0;
-  return std::clamp(static_cast<double>(points_[i + 1].second - points_[i].second) / static_cast<double>(dt), 0.0, 1.0);
+void CpuTimeline::ComputeRates() {
+  rates_.assign(points_.size() > 1 ? points_.size() - 1 : 0, 1.0);
+  for (size_t i = 0; i + 1 < points_.size(); ++i) {
+    const int64_t dt = points_[i + 1].first - points_[i].first;
+    if (dt > 0)
+      rates_[i] = std::clamp(static_cast<double>(points_[i + 1].second - points_[i].second) / static_cast<double>(dt), 0.0, 1.0);
+  }
 }
 
-double CpuTimeline::CpuAt(int64_t t) {
+double CpuTimeline::CpuAtSlow(int64_t t) {
   if (points_.empty()) return static_cast<double>(t);
   if (points_.size() == 1) return static_cast<double>(points_[0].second) + static_cast<double>(t - points_[0].first);
   if (t <= points_.front().first) {
     cursor_ = 0;
-    return static_cast<double>(points_[0].second) - Rate(0) * static_cast<double>(points_[0].first - t);
+    return static_cast<double>(points_[0].second) - rates_[0] * static_cast<double>(points_[0].first - t);
   }
   if (t >= points_.back().first) {
     cursor_ = points_.size() - 2;
-    return static_cast<double>(points_.back().second) + Rate(points_.size() - 2) * static_cast<double>(t - points_.back().first);
+    return static_cast<double>(points_.back().second) + rates_.back() * static_cast<double>(t - points_.back().first);
   }
   // The segment holding t: forward from the cursor (times mostly increase),
   // else by bisection.
@@ -125,7 +129,7 @@ double CpuTimeline::CpuAt(int64_t t) {
               1;
   }
   while (cursor_ + 2 < points_.size() && points_[cursor_ + 1].first <= t) ++cursor_;
-  return static_cast<double>(points_[cursor_].second) + Rate(cursor_) * static_cast<double>(t - points_[cursor_].first);
+  return static_cast<double>(points_[cursor_].second) + rates_[cursor_] * static_cast<double>(t - points_[cursor_].first);
 }
 
 int64_t CpuTimeline::OnCpu(int64_t a, int64_t b) {

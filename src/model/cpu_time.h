@@ -44,7 +44,12 @@ class CpuTimeline {
   // The thread's CPU time at CLOCK_MONOTONIC `t_ns`, ns: interpolated
   // between readings; before the first and after the last, at the rate of
   // the nearest interval. Calls with non-decreasing times cost O(1).
-  double CpuAt(int64_t t_ns);
+  double CpuAt(int64_t t_ns) {
+    // The common case inline: within the segment of the last query.
+    if (cursor_ + 1 < points_.size() && points_[cursor_].first <= t_ns && t_ns < points_[cursor_ + 1].first)
+      return static_cast<double>(points_[cursor_].second) + rates_[cursor_] * static_cast<double>(t_ns - points_[cursor_].first);
+    return CpuAtSlow(t_ns);
+  }
   // Time on CPU between `a` and `b`, clamped to [0, b - a]. Without
   // readings, b - a (everything counts as working).
   int64_t OnCpu(int64_t a_ns, int64_t b_ns);
@@ -53,8 +58,10 @@ class CpuTimeline {
   int64_t last_ns() const { return points_.empty() ? 0 : points_.back().first; }
 
  private:
-  double Rate(size_t segment) const;  // CPU ns per ns over [points_[i], points_[i + 1]]
+  double CpuAtSlow(int64_t t_ns);
+  void ComputeRates();
   std::vector<std::pair<int64_t, int64_t>> points_;
+  std::vector<double> rates_;  // CPU ns per ns over [points_[i], points_[i + 1]], clamped to 0..1
   size_t cursor_ = 0;  // the segment of the last query
 };
 

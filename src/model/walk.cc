@@ -184,22 +184,22 @@ WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const 
   std::vector<Plan> plans;
   int64_t origin = kNoLimitHigh;
   ctx.quiet.resize(dump.threads.size());
+  const uint64_t quiet_ticks = static_cast<uint64_t>(static_cast<double>(kQuietGapNs) * ctx.clock.TscGhz()) + 1;
   for (const auto& t : dump.threads) {
     if (!Selected(t, options.thread)) continue;
     ThreadPass pass(ctx, t, nullptr, kNoLimitLow, kNoLimitHigh);
     bool first = true;
-    int64_t last_ns = 0;
+    uint64_t last_tsc = 0;
     auto& quiet = ctx.quiet[static_cast<size_t>(&t - dump.threads.data())];
     Feed(dump, t, [&](const Event& e) {
       if (e.kind == EventKind::kEnter || e.kind == EventKind::kExit) {
-        const int64_t ns = ctx.clock.MonotonicNs(e.tsc);
         if (first) {
           first = false;
-          origin = std::min(origin, ns);
-        } else if (ns - last_ns >= kQuietGapNs) {
-          quiet.emplace_back(last_ns, ns);
+          origin = std::min(origin, ctx.clock.MonotonicNs(e.tsc));
+        } else if (e.tsc > last_tsc && e.tsc - last_tsc >= quiet_ticks) {  // in ticks: no conversion per event
+          quiet.emplace_back(ctx.clock.MonotonicNs(last_tsc), ctx.clock.MonotonicNs(e.tsc));
         }
-        last_ns = std::max(last_ns, ns);
+        last_tsc = std::max(last_tsc, e.tsc);
       }
       return pass.OnEvent(e);
     });

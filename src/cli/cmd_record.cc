@@ -55,6 +55,7 @@ std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& age
   for (const std::string& g : o.jvm_include) agent_options += ",include=" + g;
   for (const std::string& g : o.jvm_exclude) agent_options += ",exclude=" + g;
   if (o.jvm_probe_inlined) agent_options += ",inlined=probe";
+  if (o.jvm_startup != "sync") agent_options += ",startup=" + o.jvm_startup;
   std::vector<std::string> flags = {"-agentpath:" + agent + "=" + agent_options};
   // The cheapest call from Java into the recorder (natives.cc); JDK 17
   // prints one deprecation warning for it.

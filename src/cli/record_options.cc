@@ -193,6 +193,12 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
   sub->add_flag("--jvm-probe-inlined", o->jvm_probe_inlined,
                 "For a JVM: also probe the tiny methods C2 always inlines (<= 35 bytecode bytes, no calls, no loops), "
                 "left out by default (agent option inlined=probe); docs/jvm.md");
+  sub->add_option("--jvm-startup", o->jvm_startup,
+                  "For a JVM: sync (default: the classes loaded before main get their probes before main starts) or "
+                  "async (on an agent thread while main runs: about 0.1 s less start-up, their first calls untraced; "
+                  "agent option startup=); docs/jvm.md")
+      ->check(CLI::IsMember({"sync", "async"}))
+      ->capture_default_str();
 }
 
 }  // namespace lookback::cli

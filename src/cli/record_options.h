@@ -23,6 +23,7 @@ struct RecordOptions {
   std::string jvm_mode = "inline";  // docs/jvm.md
   std::vector<std::string> jvm_include, jvm_exclude;
   bool jvm_probe_inlined = false;  // probes in methods C2 always inlines too (agent option inlined=probe)
+  std::string jvm_startup = "sync";  // agent option startup=: sync or async (docs/jvm.md)
   // Trigger flags: variable -> value, checked by the runtime's own parser.
   std::map<std::string, std::string> triggers;
   std::vector<std::string> command;

@@ -86,13 +86,19 @@ struct JvmRun {
 // --jvm-probe-inlined: these tests compare every call with the program's own
 // log and listener mode's events, so the methods C2 always inlines (next(),
 // which inline mode leaves unprobed by default) must be traced too.
-JvmRun RecordCallTree(const std::string& name, const std::string& mode, int threads, int calls) {
+// `flags` replace `--jvm-include CallTree.*` (only the program's own methods).
+JvmRun RecordCallTree(const std::string& name, const std::string& mode, int threads, int calls,
+                      const std::vector<std::string>& flags = {"--jvm-include", "CallTree.*"}) {
   JvmRun run;
   const std::string dir = FreshDir(name);
   const std::string gt = dir + "/ground-truth.txt";
-  run.result = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", mode, "--jvm-probe-inlined",
-                           "--jvm-include", "CallTree.*", "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree",
-                           std::to_string(threads), std::to_string(calls), "42", gt});
+  std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", mode, "--jvm-probe-inlined"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  for (const std::string& a : {std::string("--"), std::string(LOOKBACK_TEST_JAVA), std::string("-cp"),
+                               std::string(LOOKBACK_TEST_JAVA_CLASSES), std::string("CallTree"), std::to_string(threads),
+                               std::to_string(calls), std::string("42"), gt})
+    argv.push_back(a);
+  run.result = RunProgram(argv);
   const auto dumps = Dumps(dir + "/dumps");
   if (dumps.size() == 1) run.dump = dumps[0];
   run.truth = ReadGroundTruth(gt);
@@ -136,6 +142,24 @@ TEST_P(JvmModes, EveryThreadsCallSequenceEqualsGroundTruthUnderItsJavaName) {
   ExpectSameCalls(run, 4);
   // Java names, whole: longer than the kernel's 15 bytes.
   EXPECT_TRUE(run.recorded.count("calltree-worker-3"));
+}
+
+// --jvm-startup async: the classes loaded before main get their probes on an
+// agent thread while main runs; the program's own classes load later and are
+// traced exactly from their first call, the whole JDK probed too.
+TEST(JvmStartup, AsyncStartupTracesTheProgramsOwnCallsExactly) {
+  REQUIRE_JVM();
+  const JvmRun run = RecordCallTree("jvm-startup-async", "inline", 2, 200, {"--budget", "off", "--jvm-startup", "async"});
+  ExpectSameCalls(run, 2);
+  const format::Dump d = MustOpen(run.dump);
+  ASSERT_TRUE(d.metadata.count("note.jvm-start")) << "no jvm-start note";
+  // Before main: java.lang.Thread and what VMInit's own work loaded (a few),
+  // not the ~260 classes the JVM loaded before main (sync).
+  const std::string& note = d.metadata.at("note.jvm-start");
+  const size_t at = note.find(" ms, ");
+  ASSERT_NE(at, std::string::npos) << note;
+  EXPECT_LT(std::stoul(note.substr(at + 5)), 60u) << note;
+  EXPECT_EQ(RunProgram({Cli(), "record", "--jvm-startup", "later", "--", "true"}).exit_code, 2);
 }
 
 // HotSpot's own threads start before the agent's first ThreadStart event:

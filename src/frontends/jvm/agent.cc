@@ -73,6 +73,9 @@ struct Options {
   Mode mode = Mode::kInline;
   std::vector<std::string> include, exclude;  // globs over "pkg.Class.method"
   bool probe_inlined = false;  // inlined=probe: probes in methods C2 always inlines too (AlwaysInlined)
+  // startup=sync (default): the classes loaded before VMInit get their
+  // probes before main starts; startup=async: on an agent thread while main runs.
+  bool startup_sync = true;
   std::vector<std::pair<std::string, std::string>> runtime;  // LOOKBACK_<KEY>, value
   std::string error;
 };
@@ -114,6 +117,14 @@ Options ParseOptions(const char* text) {
         o.probe_inlined = true;
       } else {
         o.error = "inlined must be skip or probe, not '" + value + "'";
+      }
+    } else if (key == "startup") {
+      if (value == "async") {
+        o.startup_sync = false;
+      } else if (value == "sync") {
+        o.startup_sync = true;
+      } else {
+        o.error = "startup must be async or sync, not '" + value + "'";
       }
     } else if (key == "include" || key == "exclude") {
       size_t p = 0;
@@ -262,6 +273,37 @@ void StartRenameHook(jvmtiEnv* jvmti, JNIEnv* jni) {
 
 // Defines the probe class; then classes loaded from now on are rewritten, and
 // those loaded before (most of java.base's start-up classes) are retransformed.
+uint64_t NowNs();
+
+// The start-up retransform's agent thread (startup=async). Its note says
+// when the classes loaded before main had their probes.
+void JNICALL StartupRetransformThread(jvmtiEnv* jvmti, JNIEnv*, void*) {
+  const uint64_t t0 = NowNs();
+  const size_t n = RetransformLoadedClasses(jvmti);
+  if (g_runtime.set_note != nullptr) {
+    g_runtime.set_note("jvm-startup", ("the " + std::to_string(n) + " classes loaded before main got their probes " +
+                                       std::to_string((NowNs() - t0) / 1000000) + " ms after it started (startup=async; " +
+                                       "startup=sync waits for them)")
+                                          .c_str());
+  }
+}
+
+}  // namespace
+
+bool StartAgentThread(jvmtiEnv* jvmti, JNIEnv* jni, const char* name, jvmtiStartFunction run, jint priority) {
+  jclass thread_class = jni->FindClass("java/lang/Thread");
+  jmethodID init = thread_class ? jni->GetMethodID(thread_class, "<init>", "(Ljava/lang/String;)V") : nullptr;
+  jstring jname = init ? jni->NewStringUTF(name) : nullptr;
+  jobject thread = jname ? jni->NewObject(thread_class, init, jname) : nullptr;
+  if (thread == nullptr) {
+    jni->ExceptionClear();
+    return false;
+  }
+  return jvmti->RunAgentThread(thread, run, nullptr, priority) == JVMTI_ERROR_NONE;
+}
+
+namespace {
+
 bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   if (g_probe_class == nullptr) {  // (attached again after a detach: it exists)
     jclass probe = DefineProbe(jni);
@@ -281,7 +323,26 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   jni->SetStaticBooleanField(probe, on, TracingOffAtStart() ? JNI_FALSE : JNI_TRUE);
   g_probe_ready.store(true, std::memory_order_release);
 
-  RetransformLoadedClasses(jvmti);  // the classes loaded before the probe existed
+  // The classes loaded before the probe existed (about 260 for an empty
+  // main, 80-130 ms of retransforming: most of a traced JVM's start-up).
+  // With startup=async on an agent thread, so that main starts at once and
+  // they get their probes meanwhile, as `lookback attach` gives a running
+  // JVM its probes (their first calls, and a short program's housekeeping
+  // threads, then go untraced: hence not the default); java.lang.Thread first,
+  // at once, for its rename hook (START_TRACING and thread names must work
+  // from main's first line).
+  if (g_options.startup_sync || g_live) {
+    RetransformLoadedClasses(jvmti);
+    return true;
+  }
+  if (jclass thread = jni->FindClass("java/lang/Thread")) {
+    if (jvmti->RetransformClasses(1, &thread) != JVMTI_ERROR_NONE) g_stats.retransform_failed.fetch_add(1);
+  } else {
+    jni->ExceptionClear();
+  }
+  if (!StartAgentThread(jvmti, jni, "lookback-startup", &StartupRetransformThread, JVMTI_THREAD_NORM_PRIORITY)) {
+    RetransformLoadedClasses(jvmti);
+  }
   return true;
 }
 

@@ -63,6 +63,10 @@ void EnableProbes(JNIEnv* jni);
 // One line on stderr, "lookback-jvm: ...".
 void Say(const std::string& line);
 
+// A JVMTI agent thread (a daemon: it never keeps the JVM from exiting) named
+// `name`, running `run` at `priority`. False if it could not be made.
+bool StartAgentThread(jvmtiEnv* jvmti, JNIEnv* jni, const char* name, jvmtiStartFunction run, jint priority);
+
 // Links java.lang.LookbackProbe.enterNative/exitNative (natives.cc).
 // attached: the agent was loaded into a running JVM (`lookback attach`).
 bool LinkProbeNatives(JNIEnv* jni, jclass probe, bool attached);

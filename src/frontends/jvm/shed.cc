@@ -322,18 +322,8 @@ void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni) {
     return;
   }
   if (g_runtime.shed_keys == nullptr || g_runtime.set_shed_listener == nullptr) return;  // an older runtime
-  jclass thread_class = jni->FindClass("java/lang/Thread");
-  jmethodID init = thread_class ? jni->GetMethodID(thread_class, "<init>", "(Ljava/lang/String;)V") : nullptr;
-  jstring name = init ? jni->NewStringUTF("lookback-shed") : nullptr;
-  jobject thread = name ? jni->NewObject(thread_class, init, name) : nullptr;
-  if (thread == nullptr) {
-    jni->ExceptionClear();
-    Say("cannot create the budget's agent thread: shed Java methods keep their probes (their calls are still dropped)");
-    return;
-  }
   g_shedding.store(true, std::memory_order_release);  // from now on the hook records its ids
-  // A daemon (JVMTI agent threads are): it never keeps the JVM from exiting.
-  if (jvmti->RunAgentThread(thread, &ShedThread, nullptr, JVMTI_THREAD_MIN_PRIORITY) != JVMTI_ERROR_NONE) {
+  if (!StartAgentThread(jvmti, jni, "lookback-shed", &ShedThread, JVMTI_THREAD_MIN_PRIORITY)) {
     g_shedding.store(false, std::memory_order_release);
     Say("cannot start the budget's agent thread: shed Java methods keep their probes (their calls are still dropped)");
     return;

@@ -41,8 +41,8 @@ std::string ChainsBuilder::Begin(const model::ExportContext& ctx) {
   result_.origin_ns = ctx.origin_ns;
   result_.dump_ns = ctx.dump_ns;
   static const format::Dump kNoDump;  // driven by hand without a dump
-  waits_ = WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, {});
-  jvm_ = ctx.dump != nullptr && IsJvmDump(*ctx.dump);
+  waits_ = model::WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, {});
+  jvm_ = ctx.dump != nullptr && model::IsJvmDump(*ctx.dump);
   return "";
 }
 
@@ -193,8 +193,8 @@ void ChainsBuilder::EndThread(const model::ThreadSummary& summary) {
   thread_.summary = summary;
   thread_.span_ns = std::max<int64_t>(0, last_ns_ - first_ns_);
   thread_.cpu_ns = cpu_.OnCpu(first_ns_, last_ns_);
-  thread_.waited = cpu_.known() && OnlyWaited(thread_.cpu_ns, thread_.span_ns);
-  thread_.housekeeping = jvm_ && IsHousekeepingThread(thread_.name);
+  thread_.waited = cpu_.known() && model::OnlyWaited(thread_.cpu_ns, thread_.span_ns);
+  thread_.housekeeping = jvm_ && model::IsHousekeepingThread(thread_.name);
   result_.threads.push_back(std::move(thread_));
   slots_.clear();
   by_rank_.clear();

@@ -29,7 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analyses/waiting.h"
+#include "model/waiting.h"
 #include "model/cpu_time.h"
 #include "model/walk.h"
 
@@ -62,7 +62,7 @@ struct ThreadChains {
   // How many leading critical_path frames were still running at the end.
   size_t running = 0;
   // Its traced span and, of it, the time on CPU; `waited`: under 2 % on CPU
-  // (analyses/waiting.h), `housekeeping`: a JVM's own thread.
+  // (model/waiting.h), `housekeeping`: a JVM's own thread.
   int64_t span_ns = 0, cpu_ns = 0;
   bool waited = false, housekeeping = false;
   model::ThreadSummary summary;
@@ -147,7 +147,7 @@ class ChainsBuilder : public model::TraceSink {
   std::set<std::pair<Rank, uint32_t>> by_rank_;  // worst first (with the slot for ties)
   std::unordered_map<uint64_t, uint32_t> by_hash_;
   model::CpuTimeline cpu_;  // the thread being walked
-  WaitFunctions waits_;
+  model::WaitFunctions waits_;
   bool jvm_ = false;
   int64_t first_ns_ = -1;
   std::vector<Node> top_best_;  // critical path of the thread so far, leaf first

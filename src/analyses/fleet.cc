@@ -54,7 +54,7 @@ constexpr ColumnDef kThreadsColumns[] = {
     {"lost_records", kI64, false, false, false},
     // Of its traced span (first to last call), on CPU (NULL: no CPU
     // readings); waited: under 2 % of it on CPU;
-    // housekeeping: a JVM's own thread (analyses/waiting.h). Queries that rank
+    // housekeeping: a JVM's own thread (model/waiting.h). Queries that rank
     // work leave out threads with either set.
     {"cpu_ns", kI64, true, false, false},
     {"waited", kI32, false, false, false},
@@ -195,8 +195,8 @@ std::string FleetRows::Begin(const model::ExportContext& ctx) {
   ctx_ = &ctx;
   const format::Dump& d = *ctx.dump;
   id_ = IdentityOf(d);
-  waits_ = WaitFunctions(d, options_.wait_globs);
-  jvm_ = IsJvmDump(d);
+  waits_ = model::WaitFunctions(d, options_.wait_globs);
+  jvm_ = model::IsJvmDump(d);
   if (matcher_) {
     if (std::string err = matcher_->Begin(ctx); !err.empty()) return err;
   }
@@ -377,8 +377,8 @@ void FleetRows::EndThread(const model::ThreadSummary& sum) {
       Value::Int(static_cast<int64_t>(sum.unmatched_exits)),
       Value::Int(static_cast<int64_t>(sum.lost_records)),
       known ? Value::Int(cpu) : Value::Null(),
-      Value::Int(thread_first_ >= 0 && OnlyWaited(cpu, span) ? 1 : 0),
-      Value::Int(jvm_ && IsHousekeepingThread(t.name) ? 1 : 0),
+      Value::Int(thread_first_ >= 0 && model::OnlyWaited(cpu, span) ? 1 : 0),
+      Value::Int(jvm_ && model::IsHousekeepingThread(t.name) ? 1 : 0),
   };
   static_assert(std::size(row) == std::size(kThreadsColumns));
   Put(kThreads, row);

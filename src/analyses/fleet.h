@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "analyses/signatures.h"
-#include "analyses/waiting.h"
+#include "model/waiting.h"
 #include "model/cpu_time.h"
 #include "model/walk.h"
 #include "parquet/writer.h"
@@ -76,7 +76,7 @@ struct FleetOptions {
   std::string file;  // the dump's path, recorded in dumps.file
   std::optional<int64_t> window_start_ns, window_end_ns;  // --window, recorded in dumps
   const std::vector<Signature>* signatures = nullptr;     // --signatures: fills signature_matches
-  std::vector<std::string> wait_globs;                     // more waiting functions (analyses/waiting.h)
+  std::vector<std::string> wait_globs;                     // more waiting functions (model/waiting.h)
 };
 
 struct FleetStats {
@@ -104,7 +104,7 @@ class FleetRows : public model::TraceSink {
   };
   int64_t thread_first_ = -1, thread_last_ = 0;
   model::WaitTracker waiting_;  // the thread being walked (model/cpu_time.h)
-  WaitFunctions waits_;
+  model::WaitFunctions waits_;
   bool jvm_ = false;
   void Put(Table t, std::span<const Value> values);
   int64_t FunctionId(uint64_t key);

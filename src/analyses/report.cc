@@ -29,8 +29,8 @@ std::string ReportBuilder::Begin(const model::ExportContext& ctx) {
   all_accs_.clear();
   aside_.clear();
   static const format::Dump kNoDump;  // driven by hand without a dump
-  waits_ = WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, options_.wait_globs);
-  jvm_ = ctx.dump != nullptr && IsJvmDump(*ctx.dump);
+  waits_ = model::WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, options_.wait_globs);
+  jvm_ = ctx.dump != nullptr && model::IsJvmDump(*ctx.dump);
   return "";
 }
 
@@ -124,10 +124,10 @@ void ReportBuilder::EndThread(const model::ThreadSummary& summary) {
   int64_t cpu = std::max<int64_t>(0, span - waiting_.root_wait());
   model::CpuTimeline& timeline = waiting_.timeline();
   if (timeline.known()) cpu = std::min(cpu, timeline.OnCpu(thread_first_, thread_last_));
-  const bool housekeeping = jvm_ && IsHousekeepingThread(thread_name_);
+  const bool housekeeping = jvm_ && model::IsHousekeepingThread(thread_name_);
   // The thread a trigger is about is the story, whatever it did.
   const bool triggered = ctx_ != nullptr && ctx_->dump != nullptr && ctx_->dump->trigger && ctx_->dump->trigger->tid == tid_;
-  if (!options_.all_threads && !triggered && (housekeeping || OnlyWaited(cpu, span))) {
+  if (!options_.all_threads && !triggered && (housekeeping || model::OnlyWaited(cpu, span))) {
     SetAsideThread t;
     t.tid = tid_;
     t.name = thread_name_;

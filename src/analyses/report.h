@@ -33,7 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analyses/waiting.h"
+#include "model/waiting.h"
 #include "model/cpu_time.h"
 #include "model/walk.h"
 
@@ -162,7 +162,7 @@ class ReportBuilder : public model::TraceSink {
   bool thread_seen_ = false;
   int64_t next_bound_ = 0;  // from EventBound, for the next Enter or Exit
   model::WaitTracker waiting_;  // the thread being walked
-  WaitFunctions waits_;
+  model::WaitFunctions waits_;
   bool jvm_ = false;
 };
 

@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "symbolize/names.h"
 #include "model/walk.h"
 
 namespace lookback::analyses {
@@ -55,18 +56,13 @@ SignatureFile LoadSignatures(const std::string& path);
 // Renders a chain back to its text form ("a >> b > c").
 std::string ChainText(const Signature& s);
 
-// Shell-style glob over the whole string.
-bool GlobMatch(std::string_view pattern, std::string_view text);
-// "ns::Foo<int>::bar(int) const" -> "ns::Foo<int>::bar" (no parameter list,
-// no return type: "int ns::get<int>()" -> "ns::get<int>").
-std::string_view WithoutParameters(std::string_view demangled);
-// "ns::Foo<int>::bar<char>(int) const" -> "bar<char>" (last component).
-std::string_view LastComponent(std::string_view demangled);
-// "ns::Foo<int>::bar<char>(int) const" -> "bar" (last component, no template arguments).
-std::string_view ShortName(std::string_view demangled);
-// Whether a pattern matches a demangled name: the full name, the name
-// without its parameter list, its last component or its short name.
-bool NameMatches(std::string_view pattern, std::string_view demangled);
+// Name matching (GlobMatch, WithoutParameters, LastComponent, ShortName,
+// NameMatches) lives with the symbols: symbolize/names.h.
+using symbolize::GlobMatch;
+using symbolize::LastComponent;
+using symbolize::NameMatches;
+using symbolize::ShortName;
+using symbolize::WithoutParameters;
 
 // Parses "10ms", "1.5s", "250us", "800ns" (a unit is required). Returns "" or an error.
 std::string ParseDuration(std::string_view text, int64_t* ns);

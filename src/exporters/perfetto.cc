@@ -50,7 +50,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analyses/waiting.h"
+#include "model/waiting.h"
 #include "exporters/exporters.h"
 #include "exporters/output.h"
 #include "model/cpu_time.h"
@@ -178,7 +178,7 @@ class PerfettoSink : public model::TraceSink {
   std::string Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
     static const format::Dump kNoDump;  // driven by hand without a dump
-    waits_ = analyses::WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, {});
+    waits_ = model::WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, {});
     const format::ProcessInfo& p = ctx.dump->process;
     // uuids only need to be unique within the file; the pid in the high half
     // keeps them apart if traces of several processes are loaded together.
@@ -533,7 +533,7 @@ class PerfettoSink : public model::TraceSink {
   OutputFile file_;
   std::string buf_, packet_, event_, scratch_;
   model::WaitTracker waiting_;  // the thread being walked
-  analyses::WaitFunctions waits_;
+  model::WaitFunctions waits_;
   uint64_t process_uuid_ = 0;
   uint32_t thread_index_ = 0;
   const format::ThreadInfo* thread_ = nullptr;

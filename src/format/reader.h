@@ -17,29 +17,12 @@
 #include <vector>
 
 #include "format/format.h"
+#include "format/sections.h"
 
 namespace lookback::format {
 
 using lookback::Error;  // src/common/result.h
 using lookback::Result;
-
-struct ProcessInfo {
-  uint32_t pid = 0, ppid = 0, dump_seq = 0;
-  uint64_t dump_tsc = 0, dump_realtime_ns = 0, dump_monotonic_ns = 0;
-  std::string name, exe, cmdline, reason;
-};
-
-struct ClockInfo {
-  uint64_t ticks = 0, ns = 0;  // calibration: ticks per ns = ticks / ns
-  uint64_t ref_tsc = 0, ref_monotonic_ns = 0, ref_realtime_ns = 0;
-  uint32_t tsc_low_bits = 0, uncertainty_ppb = 0;
-};
-
-struct ModuleInfo {
-  uint64_t bias = 0, lo = 0, hi = 0;
-  std::string build_id;  // raw bytes
-  std::string path;
-};
 
 struct ThreadInfo {
   uint32_t tid = 0, flags = 0;
@@ -47,25 +30,6 @@ struct ThreadInfo {
   uint64_t start_tsc = 0, exit_tsc = 0, snapshot_tsc = 0;
   std::string name;
   uint64_t records_offset = 0;  // file offset of the first record
-};
-
-struct StatsInfo {
-  uint32_t untraced_memory = 0, untraced_pattern = 0, reclaimed = 0, invalid_keys = 0;
-  uint64_t buffer_bytes = 0;
-};
-
-// What made the process write this dump (TRIGGER section; absent in dumps
-// written before version 2).
-struct TriggerInfo {
-  std::string detector;     // "stall", "slow-scope", "slow-call", "crash", "explicit", "exit", "exec"
-  uint32_t tid = 0;         // the thread it is about (0: none)
-  uint32_t signal = 0;      // crash: the signal number
-  uint64_t tsc = 0;         // when it fired
-  uint64_t measured_ns = 0; // what was measured (stall length, scope/call duration)
-  uint64_t threshold_ns = 0;
-  uint64_t window_ns = 0;   // the dump keeps only this much before the snapshot (0: everything)
-  uint64_t suppressed = 0;  // triggers merged into this dump or dropped by rate limits since the previous one
-  std::string subject;      // thread pattern, scope name, function name, signal name, or request text
 };
 
 // Per-thread samples (SAMPLES section, version 3): lookback record --sample.

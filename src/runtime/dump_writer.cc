@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "format/encode.h"
+#include "format/sections.h"
 #include "format/record_state.h"
 #include "runtime/budget.h"
 #include "runtime/cpu_log.h"
@@ -126,14 +127,10 @@ std::string ExePath() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-struct ModuleInfo {
-  uint64_t bias = 0, lo = ~uint64_t{0}, hi = 0;
-  std::string build_id, path;
-};
-
 int OnModule(dl_phdr_info* info, size_t, void* arg) {
-  auto* mods = static_cast<std::vector<ModuleInfo>*>(arg);
-  ModuleInfo m;
+  auto* mods = static_cast<std::vector<format::ModuleInfo>*>(arg);
+  format::ModuleInfo m;
+  m.lo = ~uint64_t{0};  // lowered by each PT_LOAD below
   m.bias = info->dlpi_addr;
   m.path = info->dlpi_name ? info->dlpi_name : "";
   if (m.path.empty() && mods->empty()) m.path = ExePath();  // the main program comes first
@@ -543,80 +540,60 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   std::string head(format::kFileHeaderSize, '\0');
   uint32_t sections = 0;
   {
-    std::string p;
-    PutU32(&p, rt.pid);
-    PutU32(&p, static_cast<uint32_t>(getppid()));
-    PutU32(&p, seq);
-    PutU32(&p, 0);
-    PutU64(&p, now.tsc);
-    PutU64(&p, now.real_ns);
-    PutU64(&p, now.mono_ns);
-    PutString(&p, rt.process_name);
-    PutString(&p, ExePath());
-    std::string cmdline = ReadSmallFile("/proc/self/cmdline");
-    if (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
-    PutString(&p, cmdline);
-    PutString(&p, reason);
-    AppendSection(&head, format::SectionType::kProcess, std::move(p), &sections);
+    format::ProcessInfo p;
+    p.pid = rt.pid;
+    p.ppid = static_cast<uint32_t>(getppid());
+    p.dump_seq = seq;
+    p.dump_tsc = now.tsc;
+    p.dump_realtime_ns = now.real_ns;
+    p.dump_monotonic_ns = now.mono_ns;
+    p.name = rt.process_name;
+    p.exe = ExePath();
+    p.cmdline = ReadSmallFile("/proc/self/cmdline");
+    if (!p.cmdline.empty() && p.cmdline.back() == '\0') p.cmdline.pop_back();
+    p.reason = reason;
+    AppendSection(&head, format::SectionType::kProcess, format::EncodeProcess(p), &sections);
   }
   {
-    std::string p;
-    PutU64(&p, cal.ticks);
-    PutU64(&p, cal.ns);
-    PutU64(&p, now.tsc);
-    PutU64(&p, now.mono_ns);
-    PutU64(&p, now.real_ns);
-    PutU32(&p, format::kTscLowBits);
-    PutU32(&p, cal.uncertainty_ppb);
-    AppendSection(&head, format::SectionType::kClock, std::move(p), &sections);
+    format::ClockInfo k;
+    k.ticks = cal.ticks;
+    k.ns = cal.ns;
+    k.ref_tsc = now.tsc;
+    k.ref_monotonic_ns = now.mono_ns;
+    k.ref_realtime_ns = now.real_ns;
+    k.tsc_low_bits = format::kTscLowBits;
+    k.uncertainty_ppb = cal.uncertainty_ppb;
+    AppendSection(&head, format::SectionType::kClock, format::EncodeClock(k), &sections);
   }
   {
-    std::vector<ModuleInfo> mods;
+    std::vector<format::ModuleInfo> mods;
     dl_iterate_phdr(OnModule, &mods);
-    std::string p;
-    PutU32(&p, static_cast<uint32_t>(mods.size()));
-    for (const auto& m : mods) {
-      PutU64(&p, m.bias);
-      PutU64(&p, m.lo);
-      PutU64(&p, m.hi);
-      PutString(&p, m.build_id);
-      PutString(&p, m.path);
-    }
-    AppendSection(&head, format::SectionType::kModules, std::move(p), &sections);
+    AppendSection(&head, format::SectionType::kModules, format::EncodeModules(mods), &sections);
+  }
+  if (std::vector<std::pair<uint64_t, std::string>> names = KeyNames(); !names.empty()) {
+    AppendSection(&head, format::SectionType::kNames, format::EncodeNames(names), &sections);
   }
   {
-    std::vector<std::pair<uint64_t, std::string>> names = KeyNames();
-    if (!names.empty()) {
-      std::string p;
-      PutU32(&p, static_cast<uint32_t>(names.size()));
-      for (const auto& [key, n] : names) {
-        PutU64(&p, key);
-        PutString(&p, n);
-      }
-      AppendSection(&head, format::SectionType::kNames, std::move(p), &sections);
-    }
+    format::StatsInfo st;
+    st.untraced_memory = rt.stats.untraced_memory.load();
+    st.untraced_pattern = rt.stats.untraced_pattern.load();
+    st.reclaimed = rt.stats.reclaimed.load();
+    st.invalid_keys = rt.stats.invalid_keys.load();
+    st.buffer_bytes = rt.config.buffer_bytes;
+    AppendSection(&head, format::SectionType::kStats, format::EncodeStats(st), &sections);
   }
   {
-    std::string p;
-    PutU32(&p, rt.stats.untraced_memory.load());
-    PutU32(&p, rt.stats.untraced_pattern.load());
-    PutU32(&p, rt.stats.reclaimed.load());
-    PutU32(&p, rt.stats.invalid_keys.load());
-    PutU64(&p, rt.config.buffer_bytes);
-    AppendSection(&head, format::SectionType::kStats, std::move(p), &sections);
-  }
-  {
-    std::string p;
-    PutU32(&p, trigger.tid);
-    PutU32(&p, trigger.signal);
-    PutU64(&p, trigger.tsc);
-    PutU64(&p, trigger.measured_ns);
-    PutU64(&p, trigger.threshold_ns);
-    PutU64(&p, rt.config.window_ns);
-    PutU64(&p, trigger.suppressed);
-    PutString(&p, trigger.detector);
-    PutString(&p, trigger.subject);
-    AppendSection(&head, format::SectionType::kTrigger, std::move(p), &sections);
+    format::TriggerInfo t;
+    t.tid = trigger.tid;
+    t.signal = trigger.signal;
+    t.tsc = trigger.tsc;
+    t.measured_ns = trigger.measured_ns;
+    t.threshold_ns = trigger.threshold_ns;
+    t.window_ns = rt.config.window_ns;
+    t.suppressed = trigger.suppressed;
+    t.detector = trigger.detector;
+    t.subject = trigger.subject;
+    AppendSection(&head, format::SectionType::kTrigger, format::EncodeTrigger(t), &sections);
   }
 
   // The threads, their names (a /proc read each: not while copying) and the

@@ -1,4 +1,4 @@
-// Working and waiting (issue 28; analyses/waiting.h, model/cpu_time.h): the
+// Working and waiting (issue 28; model/waiting.h, model/cpu_time.h): the
 // report ranks what threads did on CPU, not where they slept, and sets aside
 // threads that only waited. Real programs: a native event loop
 // (tests/programs/event_loop.cc) and a Java program (WorkAndWait.java). The
@@ -101,7 +101,7 @@ TEST(WorkWait, AnEventLoopsWorkTopsTheReportAndItsWaitingDoesNot) {
     if (t.top == "sleep_for_a_while") {
       ++sleepers;
       EXPECT_EQ(t.why, "waited");
-      EXPECT_LT(t.cpu_ns * analyses::kWaitingShareDivisor, t.span_ns);
+      EXPECT_LT(t.cpu_ns * model::kWaitingShareDivisor, t.span_ns);
     }
   }
   EXPECT_EQ(sleepers, 2u);

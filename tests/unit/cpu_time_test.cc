@@ -2,7 +2,7 @@
 // the off-CPU time placed in the trace's silences.
 #include <gtest/gtest.h>
 
-#include "analyses/waiting.h"
+#include "model/waiting.h"
 #include "model/cpu_time.h"
 
 namespace lookback::testing {
@@ -66,7 +66,7 @@ TEST(CpuTimeline, ASilenceAcrossReadingsIsSplitBetweenThem) {
 TEST(WaitFunctions, KnowsTheBlockingCallsOfTheJvmAndTheCLibraryAndTakesMore) {
   format::Dump d;
   d.metadata[format::metadata::kStallIdle] = "idle_*,pump";
-  analyses::WaitFunctions w(d, {"my::wait"});
+  model::WaitFunctions w(d, {"my::wait"});
   EXPECT_TRUE(w.IsWait("java.lang.ref.Reference java.lang.ref.ReferenceQueue.remove(long)"));
   EXPECT_TRUE(w.IsWait("void java.lang.Object.wait(long)"));
   EXPECT_TRUE(w.IsWait("void jdk.internal.misc.Unsafe.park(boolean, long)"));
@@ -77,12 +77,12 @@ TEST(WaitFunctions, KnowsTheBlockingCallsOfTheJvmAndTheCLibraryAndTakesMore) {
   EXPECT_TRUE(w.IsWait("my::wait(int)"));
   EXPECT_FALSE(w.IsWait("void WorkAndWait.crunch(long)"));
   EXPECT_FALSE(w.IsWait("crunch"));
-  EXPECT_TRUE(analyses::IsHousekeepingThread("Reference Handler"));
-  EXPECT_TRUE(analyses::IsHousekeepingThread("C2 CompilerThread0"));
-  EXPECT_FALSE(analyses::IsHousekeepingThread("worker"));
-  EXPECT_FALSE(analyses::IsJvmDump(d));
+  EXPECT_TRUE(model::IsHousekeepingThread("Reference Handler"));
+  EXPECT_TRUE(model::IsHousekeepingThread("C2 CompilerThread0"));
+  EXPECT_FALSE(model::IsHousekeepingThread("worker"));
+  EXPECT_FALSE(model::IsJvmDump(d));
   d.metadata["note.jvm"] = "x";
-  EXPECT_TRUE(analyses::IsJvmDump(d));
+  EXPECT_TRUE(model::IsJvmDump(d));
 }
 
 }  // namespace

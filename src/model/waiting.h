@@ -17,7 +17,7 @@ namespace lookback::symbolize {
 class Symbolizer;
 }
 
-namespace lookback::analyses {
+namespace lookback::model {
 
 // The functions whose whole time is waiting: the JVM's blocking methods
 // (Object.wait, LockSupport.park, Thread.sleep, ReferenceQueue.remove, socket
@@ -50,4 +50,4 @@ bool IsHousekeepingThread(std::string_view name);
 inline constexpr int64_t kWaitingShareDivisor = 50;
 inline bool OnlyWaited(int64_t cpu_ns, int64_t span_ns) { return span_ns > 0 && cpu_ns * kWaitingShareDivisor < span_ns; }
 
-}  // namespace lookback::analyses
+}  // namespace lookback::model

@@ -1,9 +1,9 @@
-#include "analyses/waiting.h"
+#include "model/waiting.h"
 
-#include "analyses/signatures.h"
+#include "symbolize/names.h"
 #include "symbolize/symbolizer.h"
 
-namespace lookback::analyses {
+namespace lookback::model {
 namespace {
 
 // Matched by NameMatches: the whole name, without parameters, or the last
@@ -85,7 +85,7 @@ WaitFunctions::WaitFunctions(const format::Dump& dump, const std::vector<std::st
 
 bool WaitFunctions::IsWait(std::string_view name) const {
   for (const std::string& g : globs_) {
-    if (NameMatches(g, name)) return true;
+    if (symbolize::NameMatches(g, name)) return true;
   }
   return false;
 }
@@ -104,9 +104,9 @@ bool IsJvmDump(const format::Dump& dump) {
 
 bool IsHousekeepingThread(std::string_view name) {
   for (const char* g : kHousekeeping) {
-    if (GlobMatch(g, name)) return true;
+    if (symbolize::GlobMatch(g, name)) return true;
   }
   return false;
 }
 
-}  // namespace lookback::analyses
+}  // namespace lookback::model

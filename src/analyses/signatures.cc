@@ -16,11 +16,7 @@
 namespace lookback::analyses {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+using symbolize::Trim;
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 

@@ -490,6 +490,61 @@ uint64_t TrimToWindow(uint64_t* records, uint64_t n, uint64_t cutoff_tsc) {
 
 }  // namespace
 
+// The fixed sections' contents (format/sections.h encodes them).
+format::ProcessInfo ProcessSection(uint32_t seq, const ClockPair& now, const std::string& reason) {
+  const Runtime& rt = R();
+  format::ProcessInfo p;
+  p.pid = rt.pid;
+  p.ppid = static_cast<uint32_t>(getppid());
+  p.dump_seq = seq;
+  p.dump_tsc = now.tsc;
+  p.dump_realtime_ns = now.real_ns;
+  p.dump_monotonic_ns = now.mono_ns;
+  p.name = rt.process_name;
+  p.exe = ExePath();
+  p.cmdline = ReadSmallFile("/proc/self/cmdline");
+  if (!p.cmdline.empty() && p.cmdline.back() == '\0') p.cmdline.pop_back();
+  p.reason = reason;
+  return p;
+}
+
+format::ClockInfo ClockSection(const Calibration& cal, const ClockPair& now) {
+  format::ClockInfo k;
+  k.ticks = cal.ticks;
+  k.ns = cal.ns;
+  k.ref_tsc = now.tsc;
+  k.ref_monotonic_ns = now.mono_ns;
+  k.ref_realtime_ns = now.real_ns;
+  k.tsc_low_bits = format::kTscLowBits;
+  k.uncertainty_ppb = cal.uncertainty_ppb;
+  return k;
+}
+
+format::StatsInfo StatsSection() {
+  const Runtime& rt = R();
+  format::StatsInfo st;
+  st.untraced_memory = rt.stats.untraced_memory.load();
+  st.untraced_pattern = rt.stats.untraced_pattern.load();
+  st.reclaimed = rt.stats.reclaimed.load();
+  st.invalid_keys = rt.stats.invalid_keys.load();
+  st.buffer_bytes = rt.config.buffer_bytes;
+  return st;
+}
+
+format::TriggerInfo TriggerSection(const Trigger& trigger) {
+  format::TriggerInfo t;
+  t.tid = trigger.tid;
+  t.signal = trigger.signal;
+  t.tsc = trigger.tsc;
+  t.measured_ns = trigger.measured_ns;
+  t.threshold_ns = trigger.threshold_ns;
+  t.window_ns = R().config.window_ns;
+  t.suppressed = trigger.suppressed;
+  t.detector = trigger.detector;
+  t.subject = trigger.subject;
+  return t;
+}
+
 DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   // Phases (DumpPhases): prepare everything that does not depend on the
   // records and memory for a copy of every ring; copy every ring in one pass
@@ -539,32 +594,8 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   // first sections.
   std::string head(format::kFileHeaderSize, '\0');
   uint32_t sections = 0;
-  {
-    format::ProcessInfo p;
-    p.pid = rt.pid;
-    p.ppid = static_cast<uint32_t>(getppid());
-    p.dump_seq = seq;
-    p.dump_tsc = now.tsc;
-    p.dump_realtime_ns = now.real_ns;
-    p.dump_monotonic_ns = now.mono_ns;
-    p.name = rt.process_name;
-    p.exe = ExePath();
-    p.cmdline = ReadSmallFile("/proc/self/cmdline");
-    if (!p.cmdline.empty() && p.cmdline.back() == '\0') p.cmdline.pop_back();
-    p.reason = reason;
-    AppendSection(&head, format::SectionType::kProcess, format::EncodeProcess(p), &sections);
-  }
-  {
-    format::ClockInfo k;
-    k.ticks = cal.ticks;
-    k.ns = cal.ns;
-    k.ref_tsc = now.tsc;
-    k.ref_monotonic_ns = now.mono_ns;
-    k.ref_realtime_ns = now.real_ns;
-    k.tsc_low_bits = format::kTscLowBits;
-    k.uncertainty_ppb = cal.uncertainty_ppb;
-    AppendSection(&head, format::SectionType::kClock, format::EncodeClock(k), &sections);
-  }
+  AppendSection(&head, format::SectionType::kProcess, format::EncodeProcess(ProcessSection(seq, now, reason)), &sections);
+  AppendSection(&head, format::SectionType::kClock, format::EncodeClock(ClockSection(cal, now)), &sections);
   {
     std::vector<format::ModuleInfo> mods;
     dl_iterate_phdr(OnModule, &mods);
@@ -573,28 +604,8 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   if (std::vector<std::pair<uint64_t, std::string>> names = KeyNames(); !names.empty()) {
     AppendSection(&head, format::SectionType::kNames, format::EncodeNames(names), &sections);
   }
-  {
-    format::StatsInfo st;
-    st.untraced_memory = rt.stats.untraced_memory.load();
-    st.untraced_pattern = rt.stats.untraced_pattern.load();
-    st.reclaimed = rt.stats.reclaimed.load();
-    st.invalid_keys = rt.stats.invalid_keys.load();
-    st.buffer_bytes = rt.config.buffer_bytes;
-    AppendSection(&head, format::SectionType::kStats, format::EncodeStats(st), &sections);
-  }
-  {
-    format::TriggerInfo t;
-    t.tid = trigger.tid;
-    t.signal = trigger.signal;
-    t.tsc = trigger.tsc;
-    t.measured_ns = trigger.measured_ns;
-    t.threshold_ns = trigger.threshold_ns;
-    t.window_ns = rt.config.window_ns;
-    t.suppressed = trigger.suppressed;
-    t.detector = trigger.detector;
-    t.subject = trigger.subject;
-    AppendSection(&head, format::SectionType::kTrigger, format::EncodeTrigger(t), &sections);
-  }
+  AppendSection(&head, format::SectionType::kStats, format::EncodeStats(StatsSection()), &sections);
+  AppendSection(&head, format::SectionType::kTrigger, format::EncodeTrigger(TriggerSection(trigger)), &sections);
 
   // The threads, their names (a /proc read each: not while copying) and the
   // room each needs in the image.

@@ -1,13 +1,14 @@
 #include "symbolize/names.h"
 
 namespace lookback::symbolize {
-namespace {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
 }
+
+namespace {
 
 
 // Matches one bracket class at pattern[*pi] ('[' ... ']') against c; moves

@@ -8,6 +8,9 @@
 
 namespace lookback::symbolize {
 
+// Without leading and trailing blanks (space, tab, CR).
+std::string_view Trim(std::string_view s);
+
 // Shell-style glob over the whole string.
 bool GlobMatch(std::string_view pattern, std::string_view text);
 // "ns::Foo<int>::bar(int) const" -> "ns::Foo<int>::bar" (no parameter list,

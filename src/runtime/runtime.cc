@@ -798,76 +798,68 @@ using namespace lookback::rt;
 
 extern "C" {
 
-void lb_ring_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r, bool exit) {
-  const int saved_errno = errno;
-  if (IsSentinel(r)) {
-    if (r != lb_tls_ring) {
-      // The caller read a thread-local that is not ours: a program built with
-      // the clang pass whose lb_tls_ring is not exported, so the preloaded
-      // runtime could not bind to it. Record correctly, but every trace point
-      // comes through here.
-      static bool said = false;  // __atomic, not std::atomic: see exclude.h
-      if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED)) {
-        SayOnce("this program's inlined trace points cannot see lookback's thread state, so every trace point "
-                "takes the slow path; link it with -Wl,--export-dynamic-symbol='lb_tls_ring*' (docs/pass.md)");
-      }
-      r = lb_tls_ring;
+}  // extern "C"
+
+namespace {
+
+// lb_ring_slow's parts, in the order it runs them. Nothing here may trace
+// (see lb_ring_slow); all run on the owner thread with its thread-local off.
+
+// The caller's ring, or nullptr: a sentinel means this thread has no ring yet
+// (made now, or refused), or that the caller's thread-local is not ours.
+__attribute__((no_instrument_function, always_inline)) inline Ring* ResolveRing(Ring* r) {
+  if (!IsSentinel(r)) return r;
+  if (r != lb_tls_ring) {
+    // The caller read a thread-local that is not ours: a program built with
+    // the clang pass whose lb_tls_ring is not exported, so the preloaded
+    // runtime could not bind to it. Record correctly, but every trace point
+    // comes through here.
+    static bool said = false;  // __atomic, not std::atomic: see exclude.h
+    if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED)) {
+      SayOnce("this program's inlined trace points cannot see lookback's thread state, so every trace point "
+              "takes the slow path; link it with -Wl,--export-dynamic-symbol='lb_tls_ring*' (docs/pass.md)");
     }
-    if (IsSentinel(r)) r = ThreadInit();
-    if (r == nullptr) {
-      errno = saved_errno;
-      return;
-    }
+    r = lb_tls_ring;
   }
-  if (key >= format::kKeyLimit) {
-    R().stats.invalid_keys.fetch_add(1, std::memory_order_relaxed);
-    errno = saved_errno;
-    return;
-  }
-  // Nothing this path calls may trace into the ring it is writing: a program
-  // may define (instrumented) a function called from here, such as
-  // clock_gettime, or the copy of a header template (std::min) a Debug runtime
-  // binds to. Its trace points would write at the position this publication
-  // is about to fill, or take a later timestamp before this record's. Those
-  // calls are lookback's, not the program's: with the thread-local off they
-  // record nothing. (ThreadInit keeps it off the same way.)
-  lb_tls_ring = nullptr;
-  if (tsc == kReadTscInSlowPath) tsc = __rdtsc();
-  // Fast clock: a thread that left the CPU since its last reading says for
-  // how long (OFFCPU), measured from when on_cpu was armed: all of that time
-  // came after every record since the last reading, so the decoder can bound
-  // them tightly (FORMAT.md, "Fast clock"). The reading is retaken after
-  // arming so the clocks and the TSC are read together.
-  uint64_t off_cpu_ns = 0;
-  bool off_cpu = false;
-  if (r->clock_mask != 0 && *r->on_cpu == 0) {
-    const uint64_t mono0 = r->armed_mono_ns, cpu0 = r->armed_cpu_ns;
-    ArmOnCpu(r->on_cpu);
-    tsc = __rdtsc();
-    const uint64_t mono = ClockNs(CLOCK_MONOTONIC);
-    const uint64_t tsc_after = __rdtsc();
-    const uint64_t cpu = ClockNs(CLOCK_THREAD_CPUTIME_ID);
-    r->armed_mono_ns = mono;
-    r->armed_cpu_ns = cpu;
-    // Never armed with the clocks noted, or descheduled between the TSC and
-    // the monotonic reading (the time measured would include time after this
-    // record): claim nothing.
-    if (mono0 != 0 && tsc_after - tsc < kOffCpuReadWindowTicks && mono > mono0 && cpu >= cpu0) {
-      const uint64_t wall = mono - mono0, on = cpu - cpu0;
-      off_cpu = wall > on + kOffCpuSlackNs;
-      if (off_cpu) off_cpu_ns = wall - on - kOffCpuSlackNs;
-    }
-  }
-  const uint32_t since_reading = static_cast<uint32_t>(tsc) - r->last_tsc;  // before last_tsc moves
-  uint64_t pos = LoadRelaxed(&r->pos);
-  // A sync re-announces the epoch and every base slot in use, so that any
-  // window holding one decodes (FORMAT.md, "The bound"). It is due when the
-  // schedule says so, or when this publication would step over it.
-  const bool sync = pos + kMaxSlotsPerPublish >= r->sync_at;
+  if (IsSentinel(r)) r = ThreadInit();
+  return r;
+}
+
+// Fast clock: a thread that left the CPU since its last reading says for
+// how long (OFFCPU), measured from when on_cpu was armed: all of that time
+// came after every record since the last reading, so the decoder can bound
+// them tightly (FORMAT.md, "Fast clock"). The reading is retaken after
+// arming so the clocks and the TSC are read together (*tsc moves). Returns
+// whether to write an OFFCPU record of *off_cpu_ns.
+__attribute__((no_instrument_function, always_inline)) inline bool MeasureOffCpu(Ring* r, uint64_t* tsc,
+                                                                                 uint64_t* off_cpu_ns) {
+  if (r->clock_mask == 0 || *r->on_cpu != 0) return false;
+  const uint64_t mono0 = r->armed_mono_ns, cpu0 = r->armed_cpu_ns;
+  ArmOnCpu(r->on_cpu);
+  *tsc = __rdtsc();
+  const uint64_t mono = ClockNs(CLOCK_MONOTONIC);
+  const uint64_t tsc_after = __rdtsc();
+  const uint64_t cpu = ClockNs(CLOCK_THREAD_CPUTIME_ID);
+  r->armed_mono_ns = mono;
+  r->armed_cpu_ns = cpu;
+  // Never armed with the clocks noted, or descheduled between the TSC and
+  // the monotonic reading (the time measured would include time after this
+  // record): claim nothing.
+  if (mono0 == 0 || tsc_after - *tsc >= kOffCpuReadWindowTicks || mono <= mono0 || cpu < cpu0) return false;
+  const uint64_t wall = mono - mono0, on = cpu - cpu0;
+  if (wall <= on + kOffCpuSlackNs) return false;
+  *off_cpu_ns = wall - on - kOffCpuSlackNs;
+  return true;
+}
+
+// The announcements this record needs before it, written at *pos: the
+// epoch when it changed (or at a sync), the base slot of `base` when no slot
+// holds it (round robin), and at a sync every base slot in use again.
+// Returns the slot that holds `base`.
+__attribute__((no_instrument_function, always_inline)) inline unsigned Announce(Ring* r, uint64_t* pos, uint64_t tsc,
+                                                                               uint32_t base, bool sync) {
+  auto put = [&](uint64_t rec) { __atomic_store_n(&r->slots[(*pos)++ & r->mask], rec, __ATOMIC_RELAXED); };
   const uint64_t epoch = tsc >> format::kTscLowBits;
-  const uint32_t base = static_cast<uint32_t>(key >> 32);
-  std::atomic_thread_fence(std::memory_order_release);
-  auto put = [&](uint64_t rec) { __atomic_store_n(&r->slots[pos++ & r->mask], rec, __ATOMIC_RELAXED); };
   if (sync || epoch != r->epoch) {
     // Epochs since the previous announcement; a TSC that stepped back
     // (migration between unsynchronised cores) saturates: "unknown".
@@ -895,14 +887,13 @@ void lb_ring_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r, bool 
       if (r->base[i] != kNoBase) put(format::MakeFnBase(i, r->base[i], r->base[i], true, in_use));
     }
   }
-  if (tls_unwind_pending) {
-    // An exit repairs itself (it names its function); an entry says where it was called from.
-    if (!exit && call_site != 0) put(format::MakeControl(format::ControlKind::kUnwindTo, call_site));
-    tls_unwind_pending = false;
-  }
-  if (off_cpu) put(format::MakeOffCpu(off_cpu_ns));
-  r->last_tsc = static_cast<uint32_t>(tsc);
-  put(format::MakeEvent(exit, slot, tsc, key));
+  return slot;
+}
+
+// After the record at pos - 1: when the exact path must next come here (the
+// sync schedule), and a fast ring's density.
+__attribute__((no_instrument_function, always_inline)) inline void Reschedule(Ring* r, uint64_t pos, uint64_t tsc,
+                                                                             uint32_t since_reading, bool sync) {
   if (sync) r->sync_at = pos + format::SyncInterval(r->capacity);
   r->next_sync = r->sync_at;
   if (r->fast_mask != 0) {
@@ -915,6 +906,53 @@ void lb_ring_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r, bool 
       r->next_sync = 0;
     }
   }
+}
+
+}  // namespace
+
+extern "C" {
+
+void lb_ring_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r, bool exit) {
+  const int saved_errno = errno;
+  r = ResolveRing(r);
+  if (r == nullptr) {
+    errno = saved_errno;
+    return;
+  }
+  if (key >= format::kKeyLimit) {
+    R().stats.invalid_keys.fetch_add(1, std::memory_order_relaxed);
+    errno = saved_errno;
+    return;
+  }
+  // Nothing this path calls may trace into the ring it is writing: a program
+  // may define (instrumented) a function called from here, such as
+  // clock_gettime, or the copy of a header template (std::min) a Debug runtime
+  // binds to. Its trace points would write at the position this publication
+  // is about to fill, or take a later timestamp before this record's. Those
+  // calls are lookback's, not the program's: with the thread-local off they
+  // record nothing. (ThreadInit keeps it off the same way.)
+  lb_tls_ring = nullptr;
+  if (tsc == kReadTscInSlowPath) tsc = __rdtsc();
+  uint64_t off_cpu_ns = 0;
+  const bool off_cpu = MeasureOffCpu(r, &tsc, &off_cpu_ns);
+  const uint32_t since_reading = static_cast<uint32_t>(tsc) - r->last_tsc;  // before last_tsc moves
+  uint64_t pos = LoadRelaxed(&r->pos);
+  // A sync re-announces the epoch and every base slot in use, so that any
+  // window holding one decodes (FORMAT.md, "The bound"). It is due when the
+  // schedule says so, or when this publication would step over it.
+  const bool sync = pos + kMaxSlotsPerPublish >= r->sync_at;
+  std::atomic_thread_fence(std::memory_order_release);
+  const unsigned slot = Announce(r, &pos, tsc, static_cast<uint32_t>(key >> 32), sync);
+  auto put = [&](uint64_t rec) { __atomic_store_n(&r->slots[pos++ & r->mask], rec, __ATOMIC_RELAXED); };
+  if (tls_unwind_pending) {
+    // An exit repairs itself (it names its function); an entry says where it was called from.
+    if (!exit && call_site != 0) put(format::MakeControl(format::ControlKind::kUnwindTo, call_site));
+    tls_unwind_pending = false;
+  }
+  if (off_cpu) put(format::MakeOffCpu(off_cpu_ns));
+  r->last_tsc = static_cast<uint32_t>(tsc);
+  put(format::MakeEvent(exit, slot, tsc, key));
+  Reschedule(r, pos, tsc, since_reading, sync);
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   lb_tls_ring = r;
   errno = saved_errno;

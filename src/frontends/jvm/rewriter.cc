@@ -170,6 +170,15 @@ class MethodRewriter {
   MethodOutcome Run(const Attribute& code_attr);
 
  private:
+  // Run's phases, in order. Each returns a skip (the method stays as it
+  // was, with the reason) or nullopt to go on.
+  std::optional<MethodOutcome> ParseAndCheck(const Attribute& code_attr);  // code_, insns_, frames_
+  std::optional<MethodOutcome> PlanConstructor();                          // cover_from_, pre_super_
+  std::optional<MethodOutcome> NewFrames(std::vector<Frame>* frames);     // after Layout()
+  std::optional<MethodOutcome> Write(const std::vector<Frame>& frames, MethodOutcome* o);
+  // The simulator's state before each instruction (constructors, widened
+  // branches), computed once when first needed.
+  const std::vector<std::optional<SlotState>>& States();
   // Index of the instruction starting at old offset `off`, or -1.
   int64_t IndexOf(int64_t off) const {
     if (off < 0 || off >= static_cast<int64_t>(code_.code.size())) return -1;
@@ -212,6 +221,7 @@ class MethodRewriter {
   std::vector<int32_t> index_of_;
   std::vector<Frame> frames_;
   std::vector<VType> initial_locals_;
+  std::vector<std::optional<SlotState>> states_;  // States()
   std::vector<bool> wide_;        // short branch k is emitted as goto_w (inverted if + goto_w)
   std::vector<uint32_t> start_;   // new offset where old instruction k's probe prefix (if any) begins
   std::vector<uint32_t> at_;      // new offset of old instruction k itself
@@ -409,7 +419,18 @@ std::optional<std::string> MethodRewriter::RemapTypeAnnotations(Attribute& a) {
   return std::nullopt;
 }
 
-MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
+const std::vector<std::optional<SlotState>>& MethodRewriter::States() {
+  if (states_.empty()) {
+    states_.resize(insns_.size());
+    SimulateLinear(code_.code, insns_, frames_, initial_locals_, code_.max_locals, cf_.cp, class_name_,
+                   [&](size_t k, const SlotState* s) {
+                     if (s) states_[k] = *s;
+                   });
+  }
+  return states_;
+}
+
+std::optional<MethodOutcome> MethodRewriter::ParseAndCheck(const Attribute& code_attr) {
   auto parsed = CodeAttribute::Parse(code_attr.info);
   if (!parsed.ok()) return Skip(SkipReason::kMalformed, parsed.error().ToString());
   code_ = std::move(parsed.value());
@@ -452,75 +473,67 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
           return Skip(SkipReason::kMalformed, "uninitialized type not at a new instruction");
   }
 
-  // The states the simulator reports are needed for constructors (where does
-  // `this` become initialized) and for widened conditional branches.
-  const bool ctor = ins_.probes && name_ == "<init>" && class_name_ != "java/lang/Object";
-  std::vector<std::optional<SlotState>> states;
-  auto simulate = [&] {
-    if (!states.empty()) return;
-    states.resize(insns_.size());
-    SimulateLinear(code_.code, insns_, frames_, initial_locals_, code_.max_locals, cf_.cp, class_name_,
-                   [&](size_t k, const SlotState* s) {
-                     if (s) states[k] = *s;
-                   });
-  };
+  return std::nullopt;
+}
+
+// The states the simulator reports are needed for constructors (where does
+// `this` become initialized) and for widened conditional branches.
+std::optional<MethodOutcome> MethodRewriter::PlanConstructor() {
   cover_from_ = 0;
-  if (ctor) {
-    simulate();
-    bool found = false;
-    for (size_t k = 0; k < insns_.size() && !found; ++k) {
-      const Insn& in = insns_[k];
-      if (in.op != kOpInvokespecial) continue;
-      auto nt = cf_.cp.RefNameAndType(ReadU2(code_.code, in.offset + 1));
-      if (!nt || nt->first != "<init>") continue;
-      if (!states[k]) return Skip(SkipReason::kMalformed, "constructor: stack state unknown before an <init> call");
-      auto d = ParseMethodDescriptor(nt->second);
-      if (!d) return Skip(SkipReason::kMalformed, "bad <init> descriptor");
-      size_t args = 0;
-      for (const auto& p : d->params) args += static_cast<size_t>(SlotSize(p));
-      const auto& st = states[k]->stack;
-      if (st.size() <= args) return Skip(SkipReason::kMalformed, "constructor: stack underflow");
-      if (st[st.size() - 1 - args].tag == VType::kUninitThis) {
-        cover_from_ = k + 1;
-        found = true;
-      }
+  pre_super_ = false;
+  const bool ctor = ins_.probes && name_ == "<init>" && class_name_ != "java/lang/Object";
+  if (!ctor) return std::nullopt;
+  const std::vector<std::optional<SlotState>>& states = States();
+  bool found = false;
+  for (size_t k = 0; k < insns_.size() && !found; ++k) {
+    const Insn& in = insns_[k];
+    if (in.op != kOpInvokespecial) continue;
+    auto nt = cf_.cp.RefNameAndType(ReadU2(code_.code, in.offset + 1));
+    if (!nt || nt->first != "<init>") continue;
+    if (!states[k]) return Skip(SkipReason::kMalformed, "constructor: stack state unknown before an <init> call");
+    auto d = ParseMethodDescriptor(nt->second);
+    if (!d) return Skip(SkipReason::kMalformed, "bad <init> descriptor");
+    size_t args = 0;
+    for (const auto& p : d->params) args += static_cast<size_t>(SlotSize(p));
+    const auto& st = states[k]->stack;
+    if (st.size() <= args) return Skip(SkipReason::kMalformed, "constructor: stack underflow");
+    if (st[st.size() - 1 - args].tag == VType::kUninitThis) {
+      cover_from_ = k + 1;
+      found = true;
     }
-    if (!found || cover_from_ >= insns_.size())
-      return Skip(SkipReason::kMalformed, "constructor: no super()/this() call found");
-    // Past that call `this` must stay initialized, or the handler's frame
-    // (no uninitializedThis, so no flagThisUninit) would not match.
-    for (const auto& f : frames_) {
-      if (f.offset < insns_[cover_from_].offset) continue;
-      for (const auto* list : {&f.locals, &f.stack})
-        for (const auto& v : *list)
-          if (v.tag == VType::kUninitThis)
-            return Skip(SkipReason::kMalformed, "constructor: uninitializedThis after the super() call");
-    }
-    // The code before that call gets a catch-all of its own, whose frame
-    // holds uninitializedThis in local 0 (and so carries flagThisUninit, as
-    // every frame there does), so an exception thrown by the call's
-    // arguments records the exit too. The call itself stays uncovered:
-    // HotSpot 17 checks a handler over it against the frames before and
-    // after it, and no frame matches both an uninitializedThis and an
-    // initialized `this` with flagThisUninit. Only when every instruction
-    // up to the call is known to keep uninitializedThis in local 0 (javac's
-    // code always does).
-    pre_super_ = cover_from_ >= 2;
-    for (size_t k = 0; k < cover_from_ && pre_super_; ++k)
-      pre_super_ = states[k] && !states[k]->locals.empty() && states[k]->locals[0].tag == VType::kUninitThis;
   }
+  if (!found || cover_from_ >= insns_.size())
+    return Skip(SkipReason::kMalformed, "constructor: no super()/this() call found");
+  // Past that call `this` must stay initialized, or the handler's frame
+  // (no uninitializedThis, so no flagThisUninit) would not match.
+  for (const auto& f : frames_) {
+    if (f.offset < insns_[cover_from_].offset) continue;
+    for (const auto* list : {&f.locals, &f.stack})
+      for (const auto& v : *list)
+        if (v.tag == VType::kUninitThis)
+          return Skip(SkipReason::kMalformed, "constructor: uninitializedThis after the super() call");
+  }
+  // The code before that call gets a catch-all of its own, whose frame
+  // holds uninitializedThis in local 0 (and so carries flagThisUninit, as
+  // every frame there does), so an exception thrown by the call's
+  // arguments records the exit too. The call itself stays uncovered:
+  // HotSpot 17 checks a handler over it against the frames before and
+  // after it, and no frame matches both an uninitializedThis and an
+  // initialized `this` with flagThisUninit. Only when every instruction
+  // up to the call is known to keep uninitializedThis in local 0 (javac's
+  // code always does).
+  pre_super_ = cover_from_ >= 2;
+  for (size_t k = 0; k < cover_from_ && pre_super_; ++k)
+    pre_super_ = states[k] && !states[k]->locals.empty() && states[k]->locals[0].tag == VType::kUninitThis;
+  return std::nullopt;
+}
 
-  wide_.assign(insns_.size(), false);
-  Layout();
+// Frames: the original ones at their new offsets, plus one after each
+// widened conditional branch (its fall-through is now a jump target right
+// after an unconditional goto_w), plus the catch-all handlers'.
+std::optional<MethodOutcome> MethodRewriter::NewFrames(std::vector<Frame>* out) {
+  std::vector<Frame>& frames = *out;
   const uint32_t pre_super_handler = end_code_ + kHandlerLength;
-  const uint64_t new_length =
-      ins_.probes ? uint64_t{pre_super_handler} + (pre_super_ ? kHandlerLength : 0) : uint64_t{end_code_};
-  if (new_length > 65535) return Skip(SkipReason::kTooLarge, "code would exceed 65535 bytes");
-
-  // Frames: the original ones at their new offsets, plus one after each
-  // widened conditional branch (its fall-through is now a jump target right
-  // after an unconditional goto_w), plus the catch-all handler's.
-  std::vector<Frame> frames;
   std::vector<bool> has_frame(insns_.size(), !typed_);
   for (const auto& f : frames_) has_frame[static_cast<size_t>(IndexOf(f.offset))] = true;
   for (const auto& f : frames_) {
@@ -534,9 +547,9 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
     if (!wide_[k] || !IsConditionalBranch(insns_[k].op)) continue;
     if (k + 1 >= insns_.size()) return Skip(SkipReason::kMalformed, "conditional branch falls off the code");
     if (has_frame[k + 1]) continue;
-    simulate();
-    if (!states[k]) return Skip(SkipReason::kMalformed, "state unknown at a branch widened to goto_w");
-    SlotState s = *states[k];
+    const auto& state = States()[k];
+    if (!state) return Skip(SkipReason::kMalformed, "state unknown at a branch widened to goto_w");
+    SlotState s = *state;
     if (!ApplyInstruction(code_.code, insns_[k], cf_.cp, class_name_, s))
       return Skip(SkipReason::kMalformed, "state unknown at a branch widened to goto_w");
     Frame nf = ToFrame(s, start_[k + 1]);
@@ -559,7 +572,12 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
   }
   std::sort(frames.begin(), frames.end(), [](const Frame& a, const Frame& b) { return a.offset < b.offset; });
 
-  MethodOutcome o;
+  return std::nullopt;
+}
+
+std::optional<MethodOutcome> MethodRewriter::Write(const std::vector<Frame>& frames, MethodOutcome* out) {
+  MethodOutcome& o = *out;
+  const uint32_t pre_super_handler = end_code_ + kHandlerLength;
   CodeAttribute nc;
   // The probes push one int above whatever is there (a return value); the
   // prefix runs on the empty stack at the start.
@@ -607,6 +625,23 @@ MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
   // max_locals and code_length.
   for (size_t p : pushes) o.id_pushes.push_back(8 + p);
   if (auto err = nc.Write(o.code_attribute)) return Skip(SkipReason::kTooLarge, err->ToString());
+  return std::nullopt;
+}
+
+MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
+  if (auto skip = ParseAndCheck(code_attr)) return *skip;
+  if (auto skip = PlanConstructor()) return *skip;
+  wide_.assign(insns_.size(), false);
+  Layout();
+  const uint32_t pre_super_handler = end_code_ + kHandlerLength;
+  const uint64_t new_length =
+      ins_.probes ? uint64_t{pre_super_handler} + (pre_super_ ? kHandlerLength : 0) : uint64_t{end_code_};
+  if (new_length > 65535) return Skip(SkipReason::kTooLarge, "code would exceed 65535 bytes");
+
+  std::vector<Frame> frames;
+  if (auto skip = NewFrames(&frames)) return *skip;
+  MethodOutcome o;
+  if (auto skip = Write(frames, &o)) return *skip;
   return o;
 }
 

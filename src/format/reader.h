@@ -24,13 +24,6 @@ namespace lookback::format {
 using lookback::Error;  // src/common/result.h
 using lookback::Result;
 
-struct ThreadInfo {
-  uint32_t tid = 0, flags = 0;
-  uint64_t capacity = 0, first_index = 0, record_count = 0, lost = 0;
-  uint64_t start_tsc = 0, exit_tsc = 0, snapshot_tsc = 0;
-  std::string name;
-  uint64_t records_offset = 0;  // file offset of the first record
-};
 
 // Per-thread samples (SAMPLES section, version 3): lookback record --sample.
 struct StateChange {

@@ -1,5 +1,6 @@
-// The fixed sections of a dump (PROCESS, CLOCK, MODULES, NAMES, STATS,
-// TRIGGER): their fields as one struct each, and each payload's encoder.
+// The file header and the sections of a dump (PROCESS, CLOCK, MODULES,
+// NAMES, STATS, TRIGGER, THREAD's head, METADATA): their fields as one
+// struct each, and each one's encoder.
 // The writer (runtime/dump_writer.cc) fills the structs and encodes them
 // here; the reader (reader.cc) decodes into the same structs, and
 // tests/unit/sections_test.cc encodes each with distinct values and reads it
@@ -53,6 +54,30 @@ struct TriggerInfo {
   uint64_t suppressed = 0;  // triggers merged into this dump or dropped by rate limits since the previous one
   std::string subject;      // thread pattern, scope name, function name, signal name, or request text
 };
+
+struct ThreadInfo {
+  uint32_t tid = 0, flags = 0;
+  uint64_t capacity = 0, first_index = 0, record_count = 0, lost = 0;
+  uint64_t start_tsc = 0, exit_tsc = 0, snapshot_tsc = 0;
+  std::string name;
+  uint64_t records_offset = 0;  // file offset of the first record
+};
+
+// The file header (FORMAT.md, "Dump file"): written last by the writer, once
+// the section count and size are known.
+inline std::string EncodeFileHeader(uint16_t min_reader, uint32_t section_count, uint64_t file_size) {
+  std::string h;
+  h.append(kMagic, 8);
+  PutU16(&h, kDumpVersion);
+  PutU16(&h, min_reader);
+  PutU32(&h, kFileHeaderSize);
+  PutU64(&h, kFeatureX86Tsc);
+  PutU32(&h, section_count);
+  PutU32(&h, 0);
+  PutU64(&h, file_size);
+  h.resize(kFileHeaderSize, '\0');
+  return h;
+}
 
 // Payload encoders, field by field in FORMAT.md's order.
 inline std::string EncodeProcess(const ProcessInfo& p) {
@@ -113,6 +138,34 @@ inline std::string EncodeStats(const StatsInfo& s) {
   PutU32(&out, s.reclaimed);
   PutU32(&out, s.invalid_keys);
   PutU64(&out, s.buffer_bytes);
+  return out;
+}
+
+// THREAD's fixed part and name, padded to 8; its record_count records follow.
+inline std::string EncodeThread(const ThreadInfo& t) {
+  std::string out;
+  PutU32(&out, t.tid);
+  PutU32(&out, t.flags);
+  PutU64(&out, t.capacity);
+  PutU64(&out, t.first_index);
+  PutU64(&out, t.record_count);
+  PutU64(&out, t.lost);
+  PutU64(&out, t.start_tsc);
+  PutU64(&out, t.exit_tsc);
+  PutU64(&out, t.snapshot_tsc);
+  PutString(&out, t.name);
+  PadTo8(&out);
+  return out;
+}
+
+// METADATA: key/value strings, in the order given.
+inline std::string EncodeMetadata(const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::string out;
+  PutU32(&out, static_cast<uint32_t>(entries.size()));
+  for (const auto& [k, v] : entries) {
+    PutString(&out, k);
+    PutString(&out, v);
+  }
   return out;
 }
 

@@ -745,18 +745,18 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
         flags |= format::kThreadFastClock;
         any_fast_clock = true;
       }
-      std::string p;
-      PutU32(&p, r.tid);
-      PutU32(&p, flags);
-      PutU64(&p, r.capacity);
-      PutU64(&p, first);
-      PutU64(&p, t.count);
-      PutU64(&p, t.lost);
-      PutU64(&p, r.start_tsc);
-      PutU64(&p, t.exited ? r.exit_tsc.load(std::memory_order_relaxed) : 0);
-      PutU64(&p, t.snap_tsc);
-      PutString(&p, t.name);
-      format::PadTo8(&p);
+      format::ThreadInfo info;
+      info.tid = r.tid;
+      info.flags = flags;
+      info.capacity = r.capacity;
+      info.first_index = first;
+      info.record_count = t.count;
+      info.lost = t.lost;
+      info.start_tsc = r.start_tsc;
+      info.exit_tsc = t.exited ? r.exit_tsc.load(std::memory_order_relaxed) : 0;
+      info.snapshot_tsc = t.snap_tsc;
+      info.name = t.name;
+      const std::string p = format::EncodeThread(info);
       const std::string h = format::SectionHeader(format::SectionType::kThread, p.size() + t.count * 8) + p;
       memcpy(at, h.data(), h.size());
       at += h.size();
@@ -789,32 +789,22 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   // METADATA last: how this dump was written, as far as known before its
   // end (fsync and rename come after the last byte).
   {
-    std::string p;
-    const std::pair<const char*, uint64_t> kv[] = {
-        {format::metadata::kRequests, trigger.requests},        {format::metadata::kQueuedNs, ph.queued_ns},
-        {format::metadata::kPrepareNs, ph.prepare_ns},         {format::metadata::kSnapshotNs, ph.snapshot_ns},
-        {format::metadata::kSnapshotBytes, ph.snapshot_bytes}, {format::metadata::kSnapshotBatches, ph.batches},
-        {format::metadata::kEncodeNs, ph.encode_ns},           {format::metadata::kWriteNs, ph.write_ns},
-        {format::metadata::kWriteDirect, ph.direct},
-    };
-    // Who wrote it, for fleets (docs/fleet.md): dumps from many machines end up side by side.
-    const std::pair<const char*, std::string> text[] = {
+    std::vector<std::pair<std::string, std::string>> entries = {
+        {format::metadata::kRequests, std::to_string(trigger.requests)},
+        {format::metadata::kQueuedNs, std::to_string(ph.queued_ns)},
+        {format::metadata::kPrepareNs, std::to_string(ph.prepare_ns)},
+        {format::metadata::kSnapshotNs, std::to_string(ph.snapshot_ns)},
+        {format::metadata::kSnapshotBytes, std::to_string(ph.snapshot_bytes)},
+        {format::metadata::kSnapshotBatches, std::to_string(ph.batches)},
+        {format::metadata::kEncodeNs, std::to_string(ph.encode_ns)},
+        {format::metadata::kWriteNs, std::to_string(ph.write_ns)},
+        {format::metadata::kWriteDirect, std::to_string(ph.direct)},
+        // Who wrote it, for fleets (docs/fleet.md): dumps from many machines end up side by side.
         {format::metadata::kHost, rt.config.host},
         {format::metadata::kLookbackVersion, LOOKBACK_VERSION},
     };
-    PutU32(&p, static_cast<uint32_t>(std::size(kv) + std::size(text) + free_text.size()));
-    for (const auto& [k, v] : kv) {
-      PutString(&p, k);
-      PutString(&p, std::to_string(v));
-    }
-    for (const auto& [k, v] : text) {
-      PutString(&p, k);
-      PutString(&p, v);
-    }
-    for (const auto& [k, v] : free_text) {
-      PutString(&p, k);
-      PutString(&p, v);
-    }
+    entries.insert(entries.end(), free_text.begin(), free_text.end());
+    std::string p = format::EncodeMetadata(entries);
     std::string section;
     AppendSection(&section, format::SectionType::kMetadata, std::move(p), &sections);
     memcpy(image + pending, section.data(), section.size());
@@ -823,16 +813,8 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   file.AppendTail(image, pending);
 
   // The file header, now that the size and section count are known.
-  std::string h;
-  h.append(format::kMagic, 8);
-  format::PutU16(&h, format::kDumpVersion);
-  format::PutU16(&h, any_fast_clock ? format::kMinReaderVersionFastClock : format::kMinReaderVersion);
-  PutU32(&h, format::kFileHeaderSize);
-  PutU64(&h, format::kFeatureX86Tsc);
-  PutU32(&h, sections);
-  PutU32(&h, 0);
-  PutU64(&h, file.size());
-  h.resize(format::kFileHeaderSize, '\0');
+  const std::string h = format::EncodeFileHeader(
+      any_fast_clock ? format::kMinReaderVersionFastClock : format::kMinReaderVersion, sections, file.size());
   file.PatchAt(0, h);
   ph.bytes = file.size();
   const uint64_t t_written = MonotonicNs();

@@ -23,17 +23,10 @@ std::vector<uint8_t> DumpOf(const std::vector<std::pair<format::SectionType, std
     format::PadTo8(&p);
     body += format::SectionHeader(type, payload.size()) + p;
   }
-  std::string h;
-  h.append(format::kMagic, 8);
-  format::PutU16(&h, format::kDumpVersion);
-  format::PutU16(&h, format::kMinReaderVersion);
-  format::PutU32(&h, format::kFileHeaderSize);
-  format::PutU64(&h, format::kFeatureX86Tsc);
-  format::PutU32(&h, static_cast<uint32_t>(sections.size()));
-  format::PutU32(&h, 0);
-  format::PutU64(&h, format::kFileHeaderSize + body.size());
-  h.resize(format::kFileHeaderSize, '\0');
-  const std::string all = h + body;
+  const std::string all =
+      format::EncodeFileHeader(format::kMinReaderVersion, static_cast<uint32_t>(sections.size()),
+                               format::kFileHeaderSize + body.size()) +
+      body;
   return {all.begin(), all.end()};
 }
 
@@ -61,6 +54,10 @@ TEST(Sections, EveryFixedSectionReadsBackWhatWasWritten) {
   const std::vector<std::pair<uint64_t, std::string>> names = {{0x10, "first"}, {0x20, "void C.m(int)"}};
   format::StatsInfo st;
   st.untraced_memory = 1, st.untraced_pattern = 2, st.reclaimed = 3, st.invalid_keys = 4, st.buffer_bytes = 5;
+  format::ThreadInfo th;
+  th.tid = 21, th.flags = format::kThreadExited, th.capacity = 1024, th.first_index = 22, th.record_count = 0, th.lost = 23,
+  th.start_tsc = 24, th.exit_tsc = 25, th.snapshot_tsc = 26, th.name = "worker-with-a-long-name";
+  const std::vector<std::pair<std::string, std::string>> metadata = {{"a.b", "1"}, {"note.x", "free text"}};
   format::TriggerInfo t;
   t.detector = "stall", t.tid = 11, t.signal = 12, t.tsc = 13, t.measured_ns = 14, t.threshold_ns = 15, t.window_ns = 16,
   t.suppressed = 17, t.subject = "ui";
@@ -70,7 +67,9 @@ TEST(Sections, EveryFixedSectionReadsBackWhatWasWritten) {
                                              {format::SectionType::kModules, format::EncodeModules(mods)},
                                              {format::SectionType::kNames, format::EncodeNames(names)},
                                              {format::SectionType::kStats, format::EncodeStats(st)},
-                                             {format::SectionType::kTrigger, format::EncodeTrigger(t)}});
+                                             {format::SectionType::kTrigger, format::EncodeTrigger(t)},
+                                             {format::SectionType::kThread, format::EncodeThread(th)},
+                                             {format::SectionType::kMetadata, format::EncodeMetadata(metadata)}});
   auto parsed = format::Dump::Parse(bytes);
   ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
   const format::Dump& d = parsed.value();
@@ -123,7 +122,22 @@ TEST(Sections, EveryFixedSectionReadsBackWhatWasWritten) {
   EXPECT_EQ(d.trigger->suppressed, t.suppressed);
   EXPECT_EQ(d.trigger->subject, t.subject);
 
+  ASSERT_EQ(d.threads.size(), 1u);
+  format::ThreadInfo got = d.threads[0];
+  EXPECT_EQ(got.tid, th.tid);
+  EXPECT_EQ(got.flags, th.flags);
+  EXPECT_EQ(got.capacity, th.capacity);
+  EXPECT_EQ(got.first_index, th.first_index);
+  EXPECT_EQ(got.record_count, th.record_count);
+  EXPECT_EQ(got.lost, th.lost);
+  EXPECT_EQ(got.start_tsc, th.start_tsc);
+  EXPECT_EQ(got.exit_tsc, th.exit_tsc);
+  EXPECT_EQ(got.snapshot_tsc, th.snapshot_tsc);
+  EXPECT_EQ(got.name, th.name);
+  for (const auto& [k, v] : metadata) EXPECT_EQ(d.metadata.at(k), v);
+
   // And what was read encodes to the very bytes that were written.
+  EXPECT_EQ(format::EncodeThread(got), format::EncodeThread(th));
   EXPECT_EQ(format::EncodeProcess(d.process), format::EncodeProcess(p));
   EXPECT_EQ(format::EncodeClock(d.clock), format::EncodeClock(k));
   EXPECT_EQ(format::EncodeModules(d.modules), format::EncodeModules(mods));

@@ -109,8 +109,10 @@ class KeyReader {
     std::string internal(f[1]);
     for (char& c : internal) c = c == '.' ? '/' : c;
     const uint32_t index = static_cast<uint32_t>(id >> kActionBits);
-    if (!out_->methods.emplace(index, jvm::PrettyMethod(internal, f[2], f[3])).second)
-      warnings_.push_back({"a second method line for id " + std::string(f[0]) + " ignored", offset});
+    std::string pretty = jvm::PrettyMethod(internal, f[2], f[3]);
+    auto [it, added] = out_->methods.emplace(index, pretty);
+    if (!added && it->second != pretty)
+      warnings_.push_back({"a second, different method line for id " + std::string(f[0]) + " ignored", offset});
   }
 
   bool ended() const { return ended_; }

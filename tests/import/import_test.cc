@@ -410,17 +410,28 @@ TEST(ImportFleet, TwoAppBuildsRankTheRegressedMethodFirst) {
       "JOIN functions f ON f.dump_id = c.dump_id AND f.function_id = c.function_id GROUP BY 1, 2) "
       "SELECT a.name, CAST(b.self_ns - a.self_ns AS BIGINT) AS grew_ns FROM per a JOIN per b "
       "ON a.name = b.name AND a.build = 1 AND b.build = 2 ORDER BY abs(b.self_ns - a.self_ns) DESC LIMIT 3";
-  Rows rows;
+  // The thread-CPU clock came through too (lookback's CPU readings, the
+  // .trace's thread-CPU column, the imported CPU section): decode() sleeps.
+  const std::string waiting =
+      "SELECT CAST(sum(c.cpu_ns) AS BIGINT), CAST(sum(c.duration_ns) AS BIGINT) FROM calls c "
+      "JOIN functions f ON f.dump_id = c.dump_id AND f.function_id = c.function_id "
+      "JOIN dumps d ON d.dump_id = c.dump_id WHERE f.name = 'void AppBuild.decode(int)' AND d.file LIKE 'build-2-%'";
+  Rows rows, cpu;
   if (DuckDbUnavailable().empty()) {
-    rows = DuckDbQueries(dir + "/dataset", {{"rank", query}}, dir).at("rank");
+    const auto got = DuckDbQueries(dir + "/dataset", {{"rank", query}, {"cpu", waiting}}, dir);
+    rows = got.at("rank");
+    cpu = got.at("cpu");
   } else {
     r = RunProgram({Cli(), "sql", dir + "/dumps", "-o", dir + "/fleet.db"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     rows = Db(dir + "/fleet.db").Query(query);
+    cpu = Db(dir + "/fleet.db").Query(waiting);
   }
   ASSERT_FALSE(rows.empty());
   EXPECT_EQ(rows[0][0], "void AppBuild.decode(int)");
   EXPECT_GE(std::stoll(rows[0][1]), 5'000'000);  // 12 ms against 2 ms of sleep per call
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_LT(std::stoll(cpu[0][0]) * 2, std::stoll(cpu[0][1])) << "decode()'s time on CPU against its duration";
 }
 
 TEST(ImportNanoscope, ThreadFilesWithTimerSideFilesGiveCpuReadings) {

@@ -22,8 +22,8 @@
 #include "../fleet/duckdb.h"
 #include "../integration/harness.h"
 #include "../integration/sqlite_db.h"
-#include "model/clock_model.h"
-#include "model/decoder.h"
+#include "model/walk.h"
+#include "symbolize/symbolizer.h"
 
 namespace lookback::testing {
 namespace {
@@ -46,42 +46,67 @@ bool HaveJava() {
 #define REQUIRE_JAVA() \
   if (!HaveJava()) GTEST_SKIP() << "no JDK: the Java test programs were not built"
 
-// A call as the dump's decoder and matcher give it: what the comparisons
-// compare. Times in ns relative to the earliest call of the dump.
+// A call as the exporters see it (model::Walk: decoded, matched, repaired),
+// in the order of its entry: what the comparisons compare. Times in ns
+// relative to the earliest call of the dump.
 struct Call {
   std::string name;
   uint32_t depth;
   int64_t start, end;
 };
 
-// tid -> calls in start order (open frames ended at the thread's end).
-std::map<uint32_t, std::vector<Call>> Calls(const format::Dump& d, std::map<uint32_t, std::string>* names = nullptr) {
+class CallCollector : public model::TraceSink {
+ public:
+  std::string Begin(const model::ExportContext& ctx) override {
+    ctx_ = &ctx;
+    return "";
+  }
+  void BeginThread(const format::ThreadInfo& t) override {
+    calls_ = &out[t.tid];
+    names[t.tid] = t.name;
+    open_.clear();
+  }
+  void Enter(uint64_t key, int64_t ts, uint32_t depth, uint8_t) override {
+    auto it = ctx_->dump->names.find(key);
+    open_.push_back(calls_->size());
+    calls_->push_back({it == ctx_->dump->names.end() ? "?" : it->second, depth, ts, ts});
+  }
+  void Exit(uint64_t, int64_t ts, uint32_t, uint8_t) override {
+    if (open_.empty()) return;
+    (*calls_)[open_.back()].end = ts;
+    open_.pop_back();
+  }
+  void EndThread(const model::ThreadSummary&) override {}
+  std::string End() override { return ""; }
+
   std::map<uint32_t, std::vector<Call>> out;
-  model::ClockModel clock(d.clock);
+  std::map<uint32_t, std::string> names;
+
+ private:
+  const model::ExportContext* ctx_ = nullptr;
+  std::vector<Call>* calls_ = nullptr;
+  std::vector<size_t> open_;
+};
+
+// tid -> calls in entry order, for the threads that have calls.
+std::map<uint32_t, std::vector<Call>> Calls(const format::Dump& d, std::map<uint32_t, std::string>* names = nullptr) {
+  symbolize::Symbolizer sym(d);
+  CallCollector c;
+  EXPECT_EQ(model::Walk(d, sym, {}, c).error, "");
   int64_t origin = INT64_MAX;
-  for (const auto& t : d.threads) {
-    model::CallMatcher m;
-    std::vector<Call>& calls = out[t.tid];
-    auto emit = [&](const model::Frame& f) {
-      auto it = d.names.find(f.key);
-      calls.push_back({it == d.names.end() ? "?" : it->second, f.depth, clock.MonotonicNs(f.start_tsc), clock.MonotonicNs(f.end_tsc)});
-    };
-    model::DecodeThread(d, t, [&](const model::Event& e) { m.OnEvent(e, emit); });
-    m.Finish(t.exit_tsc != 0 ? t.exit_tsc : t.snapshot_tsc, emit);
-    if (calls.empty()) {
-      out.erase(t.tid);
+  for (auto it = c.out.begin(); it != c.out.end();) {
+    if (it->second.empty()) {
+      it = c.out.erase(it);
       continue;
     }
-    if (names) (*names)[t.tid] = t.name;
-    for (const Call& c : calls) origin = std::min(origin, c.start);
+    if (names) (*names)[it->first] = c.names[it->first];
+    for (const Call& call : it->second) origin = std::min(origin, call.start);
+    ++it;
   }
-  for (auto& [tid, calls] : out) {
-    for (Call& c : calls) c.start -= origin, c.end -= origin;
-    std::sort(calls.begin(), calls.end(), [](const Call& a, const Call& b) {
-      return a.start != b.start ? a.start < b.start : a.depth < b.depth;
-    });
+  for (auto& [tid, calls] : c.out) {
+    for (Call& call : calls) call.start -= origin, call.end -= origin;
   }
-  return out;
+  return c.out;
 }
 
 RunResult Import(const std::vector<std::string>& inputs, const std::string& out, std::vector<std::string> extra = {}) {
@@ -161,6 +186,12 @@ TEST(ImportArt, EveryDumpCommandWorksOnAnImportedTrace) {
   }
   const RunResult report = RunProgram({Cli(), "report", dump});
   EXPECT_NE(report.out.find("java.lang.Throwable.fillInStackTrace"), std::string::npos) << report.out;
+  // Signatures in Java names match the device's calls.
+  WriteAll(dir + "/exc.sig",
+           "name: exception-in-foo\nchain: *Exceptions.foo() >> *Throwable.fillInStackTrace()\n");
+  const RunResult match = RunProgram({Cli(), "match", dump, "--signatures", dir + "/exc.sig"});
+  EXPECT_EQ(match.exit_code, 0) << match.err;
+  EXPECT_NE(match.out.find("exception-in-foo        1"), std::string::npos) << match.out;
 }
 
 TEST(ImportArt, VersionOneThreadCpuTraceFromAndroid23) {

@@ -14,10 +14,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
@@ -46,11 +46,12 @@ Result<import::ImportedTrace> Read(const std::string& path) {
     if (!files.ok()) return files.error();
     return import::ParseNanoscope(files.value());
   }
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return Error{std::string("cannot open it: ") + strerror(errno), 0};
-  std::ostringstream s;
-  s << in.rdbuf();
-  const std::string bytes = s.str();
+  std::string bytes(static_cast<size_t>(std::max<std::streamoff>(0, in.tellg())), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    return Error{std::string("cannot read it: ") + strerror(errno), 0};
   const std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   if (import::LooksLikeArtTrace(span)) return import::ParseArtTrace(span);
   if (import::LooksLikeNanoscope(bytes)) {
@@ -103,11 +104,12 @@ int Run(const ImportOptions& o) {
       rc = kExitError;
       continue;
     }
-    const import::ImportedTrace& t = trace.value();
-    for (const auto& w : t.warnings) fprintf(stderr, "lookback: warning: %s: %s\n", input.c_str(), w.ToString().c_str());
+    for (const auto& w : trace.value().warnings)
+      fprintf(stderr, "lookback: warning: %s: %s\n", input.c_str(), w.ToString().c_str());
     std::string source = fs::path(input).filename().string();
     if (source.empty()) source = input;
-    format::BuiltDump d = import::ToDump(t, source);
+    const std::string kind = trace.value().format, clock = trace.value().clock;
+    format::BuiltDump d = import::ToDump(std::move(trace.value()), source);
     if (!o.process.empty()) d.process_name = o.process;
     else if (const size_t dot = source.rfind('.'); dot != std::string::npos && dot > 0) d.process_name = source.substr(0, dot);
     if (!o.host.empty()) d.metadata[format::metadata::kHost] = o.host;
@@ -121,7 +123,7 @@ int Run(const ImportOptions& o) {
       uint64_t events = 0;
       for (const auto& th : d.threads) events += th.events.size();
       fprintf(stderr, "lookback: %s -> %s (%s, %s clock): %zu thread(s), %zu method(s), %s events\n", input.c_str(),
-              out.c_str(), t.format.c_str(), t.clock.c_str(), d.threads.size(), d.names.size(),
+              out.c_str(), kind.c_str(), clock.c_str(), d.threads.size(), d.names.size(),
               fmt::format("{}", events).c_str());
     }
   }

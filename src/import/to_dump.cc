@@ -71,7 +71,7 @@ std::vector<format::BuiltEvent> ThreadEvents(const ImportedThread& th, Repairs* 
 
 }  // namespace
 
-format::BuiltDump ToDump(const ImportedTrace& t, const std::string& source) {
+format::BuiltDump ToDump(ImportedTrace t, const std::string& source) {
   format::BuiltDump d;
   d.pid = t.pid;
   d.process_name = t.process_name.empty() ? source : t.process_name;
@@ -85,7 +85,7 @@ format::BuiltDump ToDump(const ImportedTrace& t, const std::string& source) {
   for (const auto& [id, name] : t.methods) d.names[KeyOf(id)] = name;
   Repairs rep;
   std::set<uint32_t> tids;
-  for (const ImportedThread& th : t.threads) {
+  for (ImportedThread& th : t.threads) {
     format::BuiltThread& b = d.threads.emplace_back();
     b.tid = th.tid;
     b.name = th.name;
@@ -106,6 +106,8 @@ format::BuiltDump ToDump(const ImportedTrace& t, const std::string& source) {
       last_tsc = tsc;
       last_cpu = cpu_ns;
     }
+    th.events = {};
+    th.cpu = {};
   }
   d.metadata = t.metadata;
   d.metadata["import.format"] = t.format;

@@ -16,6 +16,8 @@ namespace lookback::import {
 // first timestamp (ART traces start in the middle of calls); an exit of a
 // frame below the top closes the frames above it at the same time; an exit
 // of nothing open is dropped.
-format::BuiltDump ToDump(const ImportedTrace& t, const std::string& source);
+// Takes the trace by value and frees each thread's events once encoded:
+// a large trace is not held twice (callers std::move it in).
+format::BuiltDump ToDump(ImportedTrace t, const std::string& source);
 
 }  // namespace lookback::import

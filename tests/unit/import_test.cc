@@ -128,5 +128,61 @@ TEST(NanoscopeParser, PopWithNothingOpenIsAWarningAndABadLineAnError) {
   EXPECT_EQ(bad.error().offset, 14u);
 }
 
+// A version 2 trace (ART's single clock, 10-byte records), written here from
+// the layout in art_trace.h, in both layouts.
+std::string V2Trace(bool streaming, const char* clock) {
+  auto put = [](std::string* out, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+  };
+  const std::string method = "0x4\tcom.example.Feed\tbind\t(ILjava/lang/String;)V\tFeed.java\n";
+  std::string key = std::string("*version\n2\nclock=") + clock + "\nvm=art\npid=300\n*threads\n300\tmain\n*methods\n";
+  std::string out;
+  if (!streaming) out = key + method + "*end\n";
+  put(&out, 0x574f4c53, 4);
+  put(&out, streaming ? 0xF2 : 2, 2);
+  put(&out, 16, 2);
+  put(&out, 1'700'000'000'000'000, 8);
+  if (streaming) {
+    put(&out, 0, 2), put(&out, 2, 1), put(&out, 300, 2), put(&out, 4, 2);
+    out += "main";
+    put(&out, 0, 2), put(&out, 1, 1), put(&out, method.size(), 2);
+    out += method;
+  }
+  put(&out, 300, 2), put(&out, 0x4 | 0, 4), put(&out, 10, 4);  // enter at 10 µs
+  put(&out, 300, 2), put(&out, 0x4 | 1, 4), put(&out, 25, 4);  // exit at 25 µs
+  if (streaming) {
+    key += "*end\n";
+    put(&out, 0, 2), put(&out, 3, 1), put(&out, key.size(), 4);
+    out += key;
+  }
+  return out;
+}
+
+TEST(ArtTraceParser, VersionTwoSingleClockTracesInBothLayouts) {
+  for (bool streaming : {false, true}) {
+    for (const char* clock : {"wall", "thread-cpu"}) {
+      SCOPED_TRACE(std::string(streaming ? "streaming " : "") + clock);
+      const std::string bytes = V2Trace(streaming, clock);
+      auto t = import::ParseArtTrace({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+      ASSERT_TRUE(t.ok()) << t.error().ToString();
+      EXPECT_TRUE(t.value().warnings.empty()) << t.value().warnings[0].ToString();
+      EXPECT_EQ(t.value().clock, clock);
+      EXPECT_EQ(t.value().pid, 300u);
+      EXPECT_EQ(t.value().methods.at(1), "void com.example.Feed.bind(int, java.lang.String)");
+      ASSERT_EQ(t.value().threads.size(), 1u);
+      const import::ImportedThread& th = t.value().threads[0];
+      EXPECT_EQ(th.name, "main");
+      EXPECT_TRUE(th.cpu.empty());
+      ASSERT_EQ(th.events.size(), 2u);
+      EXPECT_EQ(th.events[1].time_ns - th.events[0].time_ns, 15'000u);
+      EXPECT_EQ(t.value().realtime_at_zero_ns, std::string(clock) == "wall" ? uint64_t{1'700'000'000'000'000'000} : 0u);
+      const std::string dump = format::EncodeDump(import::ToDump(t.value(), "v2.trace"));
+      const format::Dump d = Parse(dump);
+      ASSERT_EQ(d.threads.size(), 1u);
+      EXPECT_NE(d.threads[0].flags & format::kThreadMain, 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lookback

@@ -8,6 +8,9 @@
 #
 #   common  <  format  <  symbolize  <  model  <  exporters, analyses  <  cli
 #   parquet (a leaf library: common only)
+#   import (foreign traces into dumps: format's writer side, common, and the
+#   JVM front-end's pure Java-name functions, so imported methods are named
+#   as the agent names them); cli uses it
 #   runtime, frontends: format's writer side (not format/reader.h), common,
 #   the public API (include/lookback), and runtime (front-ends reach the
 #   recorder only through it)
@@ -19,13 +22,14 @@ allowed() {  # layer -> the folders its files may include
     common) echo "common" ;;
     format) echo "format common" ;;
     parquet) echo "parquet common" ;;
+    import) echo "import format common frontends" ;;
     symbolize) echo "symbolize format common" ;;
     model) echo "model symbolize format common" ;;
     exporters) echo "exporters model symbolize format common" ;;
     analyses) echo "analyses model symbolize format common parquet" ;;
     runtime) echo "runtime format common lookback" ;;
     frontends) echo "frontends runtime format common lookback" ;;
-    cli) echo "cli analyses exporters model symbolize format common parquet runtime lookback" ;;
+    cli) echo "cli analyses exporters model symbolize format common parquet runtime lookback import" ;;
     *) echo "" ;;
   esac
 }

@@ -24,6 +24,7 @@ Runner SetupSql(CLI::App* sub);
 Runner SetupAttach(CLI::App* sub);
 Runner SetupDetach(CLI::App* sub);
 Runner SetupExport(CLI::App* sub);
+Runner SetupImport(CLI::App* sub);
 
 // Exit codes, decided here only.
 inline constexpr int kExitOk = 0;

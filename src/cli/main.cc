@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"detach", "Give an attached JVM its original classes back", SetupDetach},
     {"info", "Show what a dump holds: process, threads, clock, where each thread was", SetupInfo},
     {"events", "Print a dump's decoded entry/exit events, one per line", SetupEvents},
+    {"import", "Turn Android traces (ART .trace, Nanoscope) into dumps every command reads", SetupImport},
     {"convert", "Convert a dump to Perfetto, Nanoscope, Chrome JSON, speedscope, folded stacks or ART", SetupConvert},
     {"verify", "Check a dump: report every problem with its offset, decode what can be decoded", SetupVerify},
     {"report", "Per-function calls, inclusive and self time: where the time went", SetupReport},

@@ -13,11 +13,16 @@
 //   records, 14 bytes: u16 thread id, u32 method id | action (0 enter, 1 exit,
 //     2 unroll: left by an exception), u32 thread-CPU µs, u32 wall µs
 //
-// Clocks: lookback records no thread CPU time, so both time columns hold the
-// same wall time, µs since the first exported event (ctx.origin_ns), which
-// the header's start time places on CLOCK_REALTIME. `clock=dual` (not
-// `wall`) keeps the 14-byte records every reader of version 3 handles.
-// 32 bits of µs cover 71 minutes; later times saturate.
+// Clocks: the wall column is µs since the first exported event
+// (ctx.origin_ns), which the header's start time places on CLOCK_REALTIME.
+// The thread-CPU column is, as ART writes it, the thread's CPU time since its
+// first record, µs: from the dump's CPU readings (CPU or SAMPLES section,
+// model::CpuTimeline, off-CPU time placed in the thread's silences), so that
+// Android Studio's thread time and `lookback import` see the waiting. A
+// thread without readings (dumps of runtimes before format 6) gets its wall
+// time there, as if it never waited. `clock=dual` (not `wall`) keeps the
+// 14-byte records every reader of version 3 handles. 32 bits of µs cover 71
+// minutes; later times saturate.
 //
 // Method ids are (index << 2), index from 1, one per function key: the low
 // two bits carry the action. Frames whose exit never came (kSliceUnwound) end
@@ -50,6 +55,7 @@
 #include "exporters/exporters.h"
 #include "exporters/java_names.h"
 #include "exporters/output.h"
+#include "model/cpu_time.h"
 #include "symbolize/symbolizer.h"
 
 namespace lookback::exporters {
@@ -204,6 +210,9 @@ class ArtSink : public model::TraceSink {
     if (thread_id_ != t.tid) name += fmt::format(" (tid {})", t.tid);
     threads_ += fmt::format("{}\t{}\n", thread_id_, name);
     last_us_ = 0;
+    cpu_ = model::CpuTimeline::ForWalkedThread(*ctx_, t);
+    cpu_first_ = true;
+    last_cpu_us_ = 0;
   }
 
   void Enter(uint64_t key, int64_t ts, uint32_t, uint8_t) override { Record(MethodId(key) | kActionEnter, ts); }
@@ -312,10 +321,24 @@ class ArtSink : public model::TraceSink {
     elapsed_us_ = std::max(elapsed_us_, last_us_);
     Put16(&buf_, thread_id_);
     Put32(&buf_, method_action);
-    Put32(&buf_, last_us_);  // "thread CPU" time: wall time, see the file comment
+    Put32(&buf_, ThreadCpuUs(ts));
     Put32(&buf_, last_us_);
     ++record_count_;
     if (buf_.size() >= (1u << 16)) FlushRecords();
+  }
+
+  // The thread's CPU µs since its first record (the file comment), never
+  // decreasing, and never more than the wall time since then.
+  uint32_t ThreadCpuUs(int64_t ts) {
+    if (cpu_first_) first_us_ = last_us_;
+    if (!cpu_.known()) return last_us_;
+    const double cpu = cpu_.CpuAt(ts);
+    if (cpu_first_) cpu_base_ = cpu;
+    cpu_first_ = false;
+    const double us = std::max(0.0, (cpu - cpu_base_) / 1000.0);
+    const uint32_t bound = last_us_ - first_us_;
+    last_cpu_us_ = std::max(last_cpu_us_, static_cast<uint32_t>(std::min(us, static_cast<double>(bound))));
+    return last_cpu_us_;
   }
 
   void FlushRecords() {
@@ -334,6 +357,10 @@ class ArtSink : public model::TraceSink {
   std::vector<uint16_t> thread_ids_;
   uint16_t thread_id_ = 0;
   uint32_t last_us_ = 0, elapsed_us_ = 0;
+  model::CpuTimeline cpu_;  // the current thread's CPU time (file comment)
+  bool cpu_first_ = true;   // no record of the current thread yet
+  double cpu_base_ = 0;     // its CPU ns at its first record
+  uint32_t first_us_ = 0, last_cpu_us_ = 0;
   uint64_t record_count_ = 0;
   std::unordered_map<uint64_t, uint32_t> method_index_;  // key -> index (from 1)
   std::vector<uint64_t> methods_;                        // index-1 -> key

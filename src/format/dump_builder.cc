@@ -1,8 +1,11 @@
 #include "format/dump_builder.h"
 
+#include "format/sections.h"
+
 #include <algorithm>
 
 #include "format/encode.h"
+#include "format/sections.h"
 
 namespace lookback::format {
 namespace {
@@ -65,44 +68,31 @@ std::string EncodeDump(const BuiltDump& d) {
   std::string out(kFileHeaderSize, '\0');
   uint32_t sections = 0;
   {
-    std::string p;
-    PutU32(&p, d.pid);
-    PutU32(&p, 0);
-    PutU32(&p, 1);
-    PutU32(&p, 0);
-    PutU64(&p, dump_tsc);
-    PutU64(&p, d.ref_realtime_ns + (mono(dump_tsc) - d.ref_monotonic_ns));
-    PutU64(&p, mono(dump_tsc));
-    PutString(&p, d.process_name);
-    PutString(&p, d.exe);
-    PutString(&p, "");
-    PutString(&p, d.reason);
-    AppendSection(&out, SectionType::kProcess, std::move(p), &sections);
+    ProcessInfo p;
+    p.pid = d.pid;
+    p.dump_seq = 1;
+    p.dump_tsc = dump_tsc;
+    p.dump_realtime_ns = d.ref_realtime_ns + (mono(dump_tsc) - d.ref_monotonic_ns);
+    p.dump_monotonic_ns = mono(dump_tsc);
+    p.name = d.process_name;
+    p.exe = d.exe;
+    p.reason = d.reason;
+    AppendSection(&out, SectionType::kProcess, EncodeProcess(p), &sections);
   }
   {
-    std::string p;
-    PutU64(&p, d.ticks);
-    PutU64(&p, d.ns);
-    PutU64(&p, d.ref_tsc);
-    PutU64(&p, d.ref_monotonic_ns);
-    PutU64(&p, d.ref_realtime_ns);
-    PutU32(&p, kTscLowBits);
-    PutU32(&p, 0);
-    AppendSection(&out, SectionType::kClock, std::move(p), &sections);
+    ClockInfo k;
+    k.ticks = d.ticks;
+    k.ns = d.ns;
+    k.ref_tsc = d.ref_tsc;
+    k.ref_monotonic_ns = d.ref_monotonic_ns;
+    k.ref_realtime_ns = d.ref_realtime_ns;
+    k.tsc_low_bits = kTscLowBits;
+    AppendSection(&out, SectionType::kClock, EncodeClock(k), &sections);
   }
-  {
-    std::string p;
-    PutU32(&p, 0);  // no native code: no modules
-    AppendSection(&out, SectionType::kModules, std::move(p), &sections);
-  }
+  AppendSection(&out, SectionType::kModules, EncodeModules({}), &sections);  // no native code: no modules
   if (!d.names.empty()) {
-    std::string p;
-    PutU32(&p, static_cast<uint32_t>(d.names.size()));
-    for (const auto& [key, name] : d.names) {
-      PutU64(&p, key);
-      PutString(&p, name);
-    }
-    AppendSection(&out, SectionType::kNames, std::move(p), &sections);
+    const std::vector<std::pair<uint64_t, std::string>> names(d.names.begin(), d.names.end());
+    AppendSection(&out, SectionType::kNames, EncodeNames(names), &sections);
   }
   for (const BuiltThread& t : d.threads) {
     const std::vector<uint64_t> records = EncodeRecords(t.events);
@@ -110,54 +100,28 @@ std::string EncodeDump(const BuiltDump& d) {
     while (capacity < records.size()) capacity *= 2;
     const uint64_t first_tsc = t.events.empty() ? dump_tsc : t.events.front().tsc;
     uint64_t end_tsc = t.end_tsc != 0 ? t.end_tsc : (t.events.empty() ? dump_tsc : t.events.back().tsc);
-    std::string p;
-    PutU32(&p, t.tid);
-    PutU32(&p, kThreadExited | (t.main ? kThreadMain : 0u));
-    PutU64(&p, capacity);
-    PutU64(&p, 0);
-    PutU64(&p, records.size());
-    PutU64(&p, 0);
-    PutU64(&p, first_tsc);
-    PutU64(&p, end_tsc);
-    PutU64(&p, dump_tsc);
-    PutString(&p, t.name);
-    PadTo8(&p);
+    ThreadInfo info;
+    info.tid = t.tid;
+    info.flags = kThreadExited | (t.main ? kThreadMain : 0u);
+    info.capacity = capacity;
+    info.record_count = records.size();
+    info.start_tsc = first_tsc;
+    info.exit_tsc = end_tsc;
+    info.snapshot_tsc = dump_tsc;
+    info.name = t.name;
+    std::string p = EncodeThread(info);
     for (uint64_t r : records) PutU64(&p, r);
     AppendSection(&out, SectionType::kThread, std::move(p), &sections);
     if (!t.cpu.empty()) {
-      std::string c;
-      PutU32(&c, t.tid);
-      PutU32(&c, 0);
-      PutU64(&c, 0);  // readings come with events, not on a schedule
-      PutU32(&c, static_cast<uint32_t>(t.cpu.size()));
-      PutU32(&c, 0);
-      for (const auto& [tsc, cpu_ns] : t.cpu) {
-        PutU64(&c, tsc);
-        PutU64(&c, cpu_ns);
-      }
-      AppendSection(&out, SectionType::kCpu, std::move(c), &sections);
+      const std::vector<std::pair<uint64_t, uint64_t>> readings(t.cpu.begin(), t.cpu.end());
+      AppendSection(&out, SectionType::kCpu, EncodeCpu(t.tid, 0, readings), &sections);  // readings come with events
     }
   }
   if (!d.metadata.empty()) {
-    std::string p;
-    PutU32(&p, static_cast<uint32_t>(d.metadata.size()));
-    for (const auto& [k, v] : d.metadata) {
-      PutString(&p, k);
-      PutString(&p, v);
-    }
-    AppendSection(&out, SectionType::kMetadata, std::move(p), &sections);
+    const std::vector<std::pair<std::string, std::string>> entries(d.metadata.begin(), d.metadata.end());
+    AppendSection(&out, SectionType::kMetadata, EncodeMetadata(entries), &sections);
   }
-
-  std::string h;
-  h.append(kMagic, 8);
-  PutU16(&h, kDumpVersion);
-  PutU16(&h, kMinReaderVersion);
-  PutU32(&h, kFileHeaderSize);
-  PutU64(&h, 0);  // timestamps are not x86 TSC ticks
-  PutU32(&h, sections);
-  PutU32(&h, 0);
-  PutU64(&h, out.size());
-  h.resize(kFileHeaderSize, '\0');
+  const std::string h = EncodeFileHeader(kMinReaderVersion, sections, out.size(), /*features=*/0);  // not x86 TSC ticks
   out.replace(0, kFileHeaderSize, h);
   return out;
 }

@@ -65,13 +65,14 @@ struct ThreadInfo {
 
 // The file header (FORMAT.md, "Dump file"): written last by the writer, once
 // the section count and size are known.
-inline std::string EncodeFileHeader(uint16_t min_reader, uint32_t section_count, uint64_t file_size) {
+inline std::string EncodeFileHeader(uint16_t min_reader, uint32_t section_count, uint64_t file_size,
+                                    uint64_t features = kFeatureX86Tsc) {
   std::string h;
   h.append(kMagic, 8);
   PutU16(&h, kDumpVersion);
   PutU16(&h, min_reader);
   PutU32(&h, kFileHeaderSize);
-  PutU64(&h, kFeatureX86Tsc);
+  PutU64(&h, features);
   PutU32(&h, section_count);
   PutU32(&h, 0);
   PutU64(&h, file_size);
@@ -155,6 +156,27 @@ inline std::string EncodeThread(const ThreadInfo& t) {
   PutU64(&out, t.snapshot_tsc);
   PutString(&out, t.name);
   PadTo8(&out);
+  return out;
+}
+
+// CPU (version 6): a thread's (TSC, CPU ns) readings, taken every
+// `interval_ns` (0: with events, not on a schedule).
+// The fixed part alone (the writer copies `count` readings after it in place).
+inline std::string EncodeCpuHead(uint32_t tid, uint64_t interval_ns, uint32_t count) {
+  std::string out;
+  PutU32(&out, tid);
+  PutU32(&out, 0);
+  PutU64(&out, interval_ns);
+  PutU32(&out, count);
+  PutU32(&out, 0);
+  return out;
+}
+inline std::string EncodeCpu(uint32_t tid, uint64_t interval_ns, const std::vector<std::pair<uint64_t, uint64_t>>& readings) {
+  std::string out = EncodeCpuHead(tid, interval_ns, static_cast<uint32_t>(readings.size()));
+  for (const auto& [tsc, cpu_ns] : readings) {
+    PutU64(&out, tsc);
+    PutU64(&out, cpu_ns);
+  }
   return out;
 }
 

@@ -366,12 +366,7 @@ uint64_t PackCpu(const ThreadDump& t, uint64_t cutoff, char* out) {
   if (cutoff != 0) {
     while (first + 1 < n && t.cpu[(first + 1) * 2] < cutoff) ++first;
   }
-  std::string p;
-  PutU32(&p, t.ring->tid);
-  PutU32(&p, 0);
-  PutU64(&p, kCpuLogTickNs);
-  PutU32(&p, static_cast<uint32_t>(n - first));
-  PutU32(&p, 0);
+  const std::string p = format::EncodeCpuHead(t.ring->tid, kCpuLogTickNs, static_cast<uint32_t>(n - first));
   const std::string head = format::SectionHeader(format::SectionType::kCpu, p.size() + (n - first) * 16) + p;
   memcpy(out, head.data(), head.size());
   memcpy(out + head.size(), t.cpu.data() + first * 2, (n - first) * 16);

@@ -58,6 +58,7 @@ TEST(Sections, EveryFixedSectionReadsBackWhatWasWritten) {
   th.tid = 21, th.flags = format::kThreadExited, th.capacity = 1024, th.first_index = 22, th.record_count = 0, th.lost = 23,
   th.start_tsc = 24, th.exit_tsc = 25, th.snapshot_tsc = 26, th.name = "worker-with-a-long-name";
   const std::vector<std::pair<std::string, std::string>> metadata = {{"a.b", "1"}, {"note.x", "free text"}};
+  const std::vector<std::pair<uint64_t, uint64_t>> cpu = {{100, 5}, {200, 7}, {300, 7}};
   format::TriggerInfo t;
   t.detector = "stall", t.tid = 11, t.signal = 12, t.tsc = 13, t.measured_ns = 14, t.threshold_ns = 15, t.window_ns = 16,
   t.suppressed = 17, t.subject = "ui";
@@ -69,6 +70,7 @@ TEST(Sections, EveryFixedSectionReadsBackWhatWasWritten) {
                                              {format::SectionType::kStats, format::EncodeStats(st)},
                                              {format::SectionType::kTrigger, format::EncodeTrigger(t)},
                                              {format::SectionType::kThread, format::EncodeThread(th)},
+                                             {format::SectionType::kCpu, format::EncodeCpu(th.tid, 10000000, cpu)},
                                              {format::SectionType::kMetadata, format::EncodeMetadata(metadata)}});
   auto parsed = format::Dump::Parse(bytes);
   ASSERT_TRUE(parsed.ok()) << parsed.error().ToString();
@@ -135,6 +137,14 @@ TEST(Sections, EveryFixedSectionReadsBackWhatWasWritten) {
   EXPECT_EQ(got.snapshot_tsc, th.snapshot_tsc);
   EXPECT_EQ(got.name, th.name);
   for (const auto& [k, v] : metadata) EXPECT_EQ(d.metadata.at(k), v);
+  ASSERT_EQ(d.cpu.size(), 1u);
+  EXPECT_EQ(d.cpu[0].tid, th.tid);
+  EXPECT_EQ(d.cpu[0].interval_ns, 10000000u);
+  ASSERT_EQ(d.cpu[0].readings.size(), cpu.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_EQ(d.cpu[0].readings[i].tsc, cpu[i].first);
+    EXPECT_EQ(d.cpu[0].readings[i].cpu_ns, cpu[i].second);
+  }
 
   // And what was read encodes to the very bytes that were written.
   EXPECT_EQ(format::EncodeThread(got), format::EncodeThread(th));

@@ -408,8 +408,10 @@ class PerfettoSink : public model::TraceSink {
         PutVarintField(&event_, track_event::kType, track_event::kTypeCounter);
         PutVarintField(&event_, track_event::kTrackUuid, track_uuid(k));
         if (c.field == format::kSampleFields) {
+          // A share over 1 is the two clocks read a moment apart (a sample
+          // preempted between its TSC and its CPU time), not more than a CPU.
           PutDoubleField(&event_, track_event::kDoubleCounterValue,
-                         100.0 * model::CpuShare(v, s.samples[it.index + 1], ctx_->clock));
+                         100.0 * std::min(1.0, model::CpuShare(v, s.samples[it.index + 1], ctx_->clock)));
         } else {
           PutVarintField(&event_, track_event::kCounterValue, v[c.field]);
         }

@@ -16,8 +16,11 @@ namespace {
 std::mutex g_refresh_mutex;  // guards everything below
 uint64_t g_modules_gen = ~uint64_t{0};
 uint64_t g_checked_ns = 0;
-std::vector<uint64_t> g_excluded;  // LOOKBACK_EXCLUDE's functions, as last resolved
-std::vector<uint64_t> g_shed;      // the overhead budget's (budget.h)
+// Never destroyed: the control thread may publish a shed set while the
+// process runs its exit-time destructors (TSan saw a global vector freed at
+// exit under a budget tick).
+std::vector<uint64_t>& g_excluded = *new std::vector<uint64_t>;  // LOOKBACK_EXCLUDE's functions, as last resolved
+std::vector<uint64_t>& g_shed = *new std::vector<uint64_t>;      // the overhead budget's (budget.h)
 
 const uint64_t* BuildTable(const std::vector<uint64_t>& keys) {
   uint64_t slots = 16;

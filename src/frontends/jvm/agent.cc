@@ -42,7 +42,7 @@
 namespace lookback::jvm {
 
 RuntimeApi g_runtime;
-AgentStats g_stats;
+AgentStats& g_stats = *new AgentStats;
 jvmtiEnv* g_jvmti = nullptr;
 
 bool TracingOffAtStart() {
@@ -80,7 +80,10 @@ struct Options {
   std::string error;
 };
 
-Options g_options;
+// Never destroyed (as every global the agent's callbacks use): JVMTI
+// callbacks of daemon threads may run while the JVM runs exit-time
+// destructors.
+Options& g_options = *new Options;
 std::atomic<bool> g_probe_ready{false};  // java.lang.LookbackProbe defined: classes may call it
 // Loaded into a running JVM (`lookback attach`), not at its start.
 bool g_live = false;
@@ -349,7 +352,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
 // ---- listener mode ---------------------------------------------------------
 
 std::shared_mutex g_listener_mutex;
-std::unordered_map<jmethodID, uint32_t> g_listener_ids;  // 0: not traced
+std::unordered_map<jmethodID, uint32_t>& g_listener_ids = *new std::unordered_map<jmethodID, uint32_t>;  // 0: not traced; never destroyed
 
 uint32_t ListenerId(jvmtiEnv* jvmti, jmethodID m) {
   {

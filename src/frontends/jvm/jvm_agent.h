@@ -108,6 +108,6 @@ struct AgentStats {
   void NoteError(const char* cls, const std::string& error);
   std::string Summary();
 };
-extern AgentStats g_stats;
+extern AgentStats& g_stats;  // never destroyed: callbacks may run during exit
 
 }  // namespace lookback::jvm

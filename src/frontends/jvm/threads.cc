@@ -40,7 +40,7 @@ struct Pending {
   jobject thread;  // global reference
   std::string name;
 };
-std::vector<Pending> g_pending;  // bounded: the oldest gives way
+std::vector<Pending>& g_pending = *new std::vector<Pending>;  // bounded: the oldest gives way; never destroyed (callbacks at exit)
 constexpr size_t kMaxPending = 64;
 
 // The launcher's main thread detaches when main returns and attaches again

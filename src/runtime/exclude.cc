@@ -16,11 +16,19 @@ namespace {
 std::mutex g_refresh_mutex;  // guards everything below
 uint64_t g_modules_gen = ~uint64_t{0};
 uint64_t g_checked_ns = 0;
-// Never destroyed: the control thread may publish a shed set while the
-// process runs its exit-time destructors (TSan saw a global vector freed at
-// exit under a budget tick).
-std::vector<uint64_t>& g_excluded = *new std::vector<uint64_t>;  // LOOKBACK_EXCLUDE's functions, as last resolved
-std::vector<uint64_t>& g_shed = *new std::vector<uint64_t>;      // the overhead budget's (budget.h)
+// Made on first use and never destroyed: the hooks may filter before this
+// library's static initialisers ran (another library's constructor calls
+// instrumented code), and the control thread may publish a shed set while
+// the process runs its exit-time destructors (TSan saw a global vector freed
+// at exit under a budget tick).
+std::vector<uint64_t>& Excluded() {  // LOOKBACK_EXCLUDE's functions, as last resolved
+  static auto* v = new std::vector<uint64_t>;
+  return *v;
+}
+std::vector<uint64_t>& Shed() {  // the overhead budget's (budget.h)
+  static auto* v = new std::vector<uint64_t>;
+  return *v;
+}
 
 const uint64_t* BuildTable(const std::vector<uint64_t>& keys) {
   uint64_t slots = 16;
@@ -47,8 +55,8 @@ const uint64_t* BuildTable(const std::vector<uint64_t>& keys) {
 uint64_t g_calibration_key = 0;  // MeasureTracePoint's, while it measures (0: none)
 
 void PublishLocked() {
-  std::vector<uint64_t> keys = g_excluded;
-  keys.insert(keys.end(), g_shed.begin(), g_shed.end());
+  std::vector<uint64_t> keys = Excluded();
+  keys.insert(keys.end(), Shed().begin(), Shed().end());
   if (g_calibration_key != 0) keys.push_back(g_calibration_key);
   __atomic_store_n(&g_exclude_table, keys.empty() ? nullptr : BuildTable(keys), __ATOMIC_RELEASE);  // old tables are left to readers
 }
@@ -67,8 +75,8 @@ void RefreshExcludes() {
     said = true;
     return;
   }
-  g_excluded.clear();
-  for (const FunctionMatch& f : fns) g_excluded.push_back(f.addr);
+  Excluded().clear();
+  for (const FunctionMatch& f : fns) Excluded().push_back(f.addr);
   PublishLocked();
 }
 
@@ -80,7 +88,7 @@ void SetCalibrationKey(uint64_t key) {
 
 void SetShedFilter(const std::vector<uint64_t>& keys) {
   std::lock_guard<std::mutex> lock(g_refresh_mutex);
-  g_shed = keys;
+  Shed() = keys;
   PublishLocked();
 }
 

@@ -84,7 +84,12 @@ __thread int t_in_program_handler __attribute__((tls_model("initial-exec"))) = 0
 // (HotSpot's, after writing hs_err) raises SIGABRT, but the crash is the
 // signal whose handler was running, and the dump says so.
 __thread uint64_t t_program_handler_addr __attribute__((tls_model("initial-exec"))) = 0;
-std::atomic<int> g_crash_state{0};  // 0 none, 1 waiting for the control thread, 2 dumped
+// 0 none, 3 claimed by a crashing thread (its fields being stored), 1
+// waiting for the control thread (fields stored), 2 dumped. The fields are
+// stored between the claim and 1, so the control thread, which acts on 1
+// only, never reads a crash half described (it loops every 10 ms now and
+// once read signal 0: CrashRepeated under ASan).
+std::atomic<int> g_crash_state{0};
 std::atomic<int> g_crash_signal{0};
 std::atomic<uint32_t> g_crash_tid{0};
 std::atomic<uint64_t> g_crash_tsc{0};
@@ -96,7 +101,7 @@ void WaitForDump() {
   const int fd = g_done_fd.load();
   if (fd < 0) return;
   int left = kCrashWaitMs;
-  while (g_crash_state.load() == 1 && left > 0) {
+  while ((g_crash_state.load() == 1 || g_crash_state.load() == 3) && left > 0) {
     pollfd p{fd, POLLIN, 0};
     const int step = left < 100 ? left : 100;  // re-check the state: another crashing thread may be waiting too
     poll(&p, 1, step);
@@ -196,12 +201,13 @@ void DumpCrash(int sig, siginfo_t* info) {
   // parent; the child's own image has no control thread.)
   if (!traced || wake < 0 || tid == ControlThreadTid() || InSharedMemoryChild()) return;
   int expected = 0;
-  if (g_crash_state.compare_exchange_strong(expected, 1)) {
+  if (g_crash_state.compare_exchange_strong(expected, 3)) {
     g_crash_signal.store(sig);
     g_crash_tid.store(tid);
     g_crash_tsc.store(__rdtsc());
     g_crash_addr.store(addr);
     g_crash_via.store(via);
+    g_crash_state.store(1);  // described: the control thread may dump it
     lb_tls_ring = nullptr;  // the chained handler's calls would land after the snapshot anyway
     uint64_t one = 1;
     ssize_t ignored = write(wake, &one, sizeof one);

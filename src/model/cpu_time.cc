@@ -53,8 +53,9 @@ void CpuTimeline::Refine(const std::vector<std::pair<int64_t, int64_t>>& quiet) 
   };
   std::vector<Gap> gaps;
   for (size_t i = 0; i + 1 < points_.size(); ++i) {
-    const auto [t0, c0] = points_[i];
-    const auto [t1, c1] = points_[i + 1];
+    // Not structured bindings: clang 14 cannot capture those in the lambda below.
+    const int64_t t0 = points_[i].first, c0 = points_[i].second;
+    const int64_t t1 = points_[i + 1].first, c1 = points_[i + 1].second;
     const int64_t dt = t1 - t0, dc = c1 - c0;
     int64_t off = dt - dc;
     while (q < quiet.size() && quiet[q].second <= t0) ++q;

@@ -269,7 +269,9 @@ void CheckStall(Detectors& d, Ring& r, ThreadState& st, uint64_t now_tsc) {
   // The last event's time: its low TSC bits with the ring's current epoch,
   // or the one an EPOCH between it and the end replaced.
   uint64_t last = 0;
-  uint64_t epoch = __atomic_load_n(&r.epoch, __ATOMIC_RELAXED);
+  const uint64_t epoch_tsc = __atomic_load_n(&r.epoch_tsc, __ATOMIC_RELAXED);
+  if (epoch_tsc == ~uint64_t{0}) return;  // nothing announced yet
+  uint64_t epoch = epoch_tsc >> format::kTscLowBits;
   for (uint64_t i = pos; i > 0 && pos - i < 16;) {
     const uint64_t rec = __atomic_load_n(&r.slots[--i & r.mask], __ATOMIC_RELAXED);
     if (format::IsEvent(rec)) {

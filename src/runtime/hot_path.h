@@ -7,6 +7,14 @@
 // sparse_ticks, dense_sync, last_tsc, event_tags, filtered). Change any and
 // you change the ABI: bump ring_abi.h.
 //
+// The common case, an exact reading with nothing to announce, is kept to the
+// instructions the format needs, because on Intel each one costs (rdtsc does
+// not hide them as it does on AMD; docs/performance.md, "The hot path per
+// CPU"): one compare against next_sync (syncs, the end of the lap, every
+// other mode), one subtraction that both tests the epoch and gives the
+// record's timestamp bits, one SSE2 compare of the four base slots, and a
+// store at lap + 8 * pos with no mask (the lap ends at a slow path).
+//
 // Thread-local state machine (lb_tls_ring):
 //   a sentinel         thread not seen yet: the first trace point takes the
 //                      slow path (sentinel's pos == next_sync) and sets it up.
@@ -21,7 +29,7 @@
 //
 // Concurrency contract (see FORMAT.md, "Snapshots"):
 //   - the owner thread is the only writer of slots[] and of pos, next_sync,
-//     epoch, base[], last_tsc and victim (and the kernel clears *on_cpu);
+//     epoch_tsc, hot_base, hot_tag, base[], last_tsc and victim (and the kernel clears *on_cpu);
 //     it publishes records by storing pos with release
 //     semantics after the slot stores, and issues a release fence before the
 //     first slot store of each publication;
@@ -41,6 +49,7 @@
 #include "runtime/ring_abi.h"
 
 #define LOOKBACK_HOT inline __attribute__((always_inline, no_instrument_function))
+#define LOOKBACK_HOT_LAMBDA __attribute__((always_inline, no_instrument_function))
 
 namespace lookback::rt {
 
@@ -79,9 +88,12 @@ struct alignas(64) Ring {
   uint64_t foreign;    // only in the ABI test's second layout (tests/CMakeLists.txt, pass_abi)
 #endif
   uint64_t pos;        // records ever written by the owner; atomic, release-published
-  uint64_t next_sync;  // pos >= next_sync: not the exact common case (a sync is due, a visit to the
-                       // slow path was asked for, or 0: a dense fast ring, see RecordNow)
-  uint64_t epoch;      // tsc >> kTscLowBits currently announced in the ring (~0: none)
+  uint64_t next_sync;  // pos >= next_sync: not the exact common case (a sync is due, a
+                       // visit to the slow path was asked for, or 0: a dense fast ring, see RecordNow)
+  // The first TSC of the epoch currently announced in the ring: epoch << kTscLowBits
+  // (~0: none, only in a ring that has not synced yet, whose next_sync is 0).
+  // tsc - epoch_tsc below 2^kTscLowBits is the hot path's epoch test and the record's timestamp bits.
+  uint64_t epoch_tsc;
   uint64_t mask;       // capacity - 1 (capacity is a power of two); immutable
   uint64_t* slots;     // capacity slots; immutable
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
@@ -91,10 +103,21 @@ struct alignas(64) Ring {
   uint32_t clock_mask;
   uint32_t last_tsc;   // dense fast rings: low 32 bits of the latest reading (the density test)
 #endif
+  // The hot slot: the base slot most of the latest records used, chosen by
+  // the slow path (SetHotSlot), and tested with scalar code: key ^ hot_base
+  // has a zero upper half exactly when the key's base is the hot slot's, and
+  // is then the key's low 32 bits, the record's low half; the record's tag
+  // is hot_tag[exit], a load that waits for nothing. (The SSE2 compare of
+  // all four slots, SlotsHolding, then the tag looked up by its result, made
+  // a chain of dependent steps into every record's store: about 0.4 ns a
+  // trace point on Intel.) hot_base = the slot's base << 32 (kNoBase << 32:
+  // no hot slot, which no key below 2^56 matches). Owner only.
+  uint64_t hot_base = uint64_t{0xffffffffu} << 32;
+  uint64_t hot_tag[2] = {};  // EventTag(exit, hot slot); [1] opens cache line 1
+  // ---- cache line 1: the other base slots, fast mode's untimed path, then cold metadata (runtime.cc) ----
   // key >> 32 announced in each base slot (kNoBase: empty). 16-byte aligned:
-  // the fast path compares all four with one SSE2 compare (SlotsHolding).
+  // a key outside the hot slot compares all four with one SSE2 compare (SlotsHolding).
   alignas(16) uint32_t base[format::kBaseSlots];
-  // ---- cache line 1: fast mode's untimed path, then cold metadata (runtime.cc) ----
   // Fast mode: the calling thread's rseq_cs word (glibc's rseq area). The
   // runtime stores a descriptor's address there when it takes a reading; the
   // kernel clears it whenever the thread is descheduled or takes a signal,
@@ -166,9 +189,9 @@ struct alignas(64) Ring {
   std::atomic<uint64_t> late_scope_start{0};
 };
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
-static_assert(__builtin_offsetof(Ring, pos) == 0 && __builtin_offsetof(Ring, slots) == 32 &&
-              __builtin_offsetof(Ring, clock_mask) == 40 && __builtin_offsetof(Ring, base) == 48);
-static_assert(__builtin_offsetof(Ring, on_cpu) == 64, "hot fields fill exactly one cache line");
+static_assert(__builtin_offsetof(Ring, pos) == 0 && __builtin_offsetof(Ring, mask) == 24 && __builtin_offsetof(Ring, slots) == 32 &&
+              __builtin_offsetof(Ring, clock_mask) == 40 && __builtin_offsetof(Ring, hot_base) == 48 &&
+              __builtin_offsetof(Ring, hot_tag) == 56, "the exact path's fields fill cache line 0 (hot_tag[1] opens line 1)");
 #endif
 
 enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
@@ -177,7 +200,7 @@ enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
 extern "C" {
 // The calling thread's ring (see the state machine above).
-// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi6 (LOOKBACK_RING_TLS_SYMBOL).
+// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi7 (LOOKBACK_RING_TLS_SYMBOL).
 extern __thread lookback::rt::Ring* lb_tls_ring __asm__(LOOKBACK_RING_TLS_SYMBOL)
     __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).
@@ -223,6 +246,20 @@ LOOKBACK_HOT unsigned SlotsHolding(const Ring* r, uint64_t key) {
   return static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(k, b))));
 }
 
+// Owner, outside the hot path: base slot `slot` becomes the hot slot (or
+// none, kBaseSlots). Called whenever the slots change, so that hot_base
+// always equals a slot's base or matches nothing.
+LOOKBACK_HOT void SetHotSlot(Ring* r, unsigned slot) {
+  if (slot >= format::kBaseSlots || r->base[slot] == kNoBase) {
+    r->hot_base = uint64_t{kNoBase} << 32;
+    r->hot_tag[0] = r->hot_tag[1] = 0;
+    return;
+  }
+  r->hot_base = uint64_t{r->base[slot]} << 32;
+  r->hot_tag[0] = format::EventTag(false, slot);
+  r->hot_tag[1] = format::EventTag(true, slot);
+}
+
 LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) {
   std::atomic_thread_fence(std::memory_order_release);
   __atomic_store_n(&r->slots[pos & r->mask], record, __ATOMIC_RELAXED);
@@ -231,8 +268,9 @@ LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) {
 
 // Record one event at a given timestamp (a reading, in either clock mode) at
 // position `pos` (the owner's current r->pos), once the caller has seen that
-// no sync is due. When nothing needs announcing, that is one EVENT; an epoch
-// that moved or a key base in no slot goes to the slow path. `call_site` (the
+// no sync is due and the lap goes on. When nothing needs announcing, that is
+// one EVENT; an epoch that moved (either way) or a key base in no slot goes to
+// the slow path. `call_site` (the
 // caller's return address, 0 if unknown) only reaches the slow path, which
 // records it after a non-local exit (see kUnwindTo).
 //
@@ -250,8 +288,11 @@ LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) {
 // per CPU"), so the exact path is kept to the checks the format needs.
 template <bool kDense>
 LOOKBACK_HOT void RecordAtPos(Ring* r, uint64_t pos, bool exit, uint64_t key, uint64_t tsc, uint64_t call_site) {
-  const unsigned held = SlotsHolding(r, key);
-  bool slow = (tsc >> format::kTscLowBits) != r->epoch || held == 0;
+  // In the announced epoch, this is the TSC's low bits; a TSC in another
+  // epoch, later or (migration between unsynchronised cores) earlier, gives
+  // 2^kTscLowBits or more, unsigned.
+  const uint64_t offset = tsc - r->epoch_tsc;
+  bool slow = offset >= (uint64_t{1} << format::kTscLowBits);
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
   if constexpr (kDense) {
     slow = slow || pos >= r->dense_sync || *r->on_cpu == 0 ||
@@ -259,13 +300,32 @@ LOOKBACK_HOT void RecordAtPos(Ring* r, uint64_t pos, bool exit, uint64_t key, ui
   }
 #endif
   if (__builtin_expect(slow, 0)) {
-    lb_ring_slow(key, call_site, tsc, r, exit);
+    // The reading rebuilt from the offset, so that the common case need not
+    // keep it in a register of its own.
+    lb_ring_slow(key, call_site, offset + __atomic_load_n(&r->epoch_tsc, __ATOMIC_RELAXED), r, exit);
     return;
   }
+  // Dense rings note the reading (their density test) once it is certain to be published here.
+  auto publish = [&](uint64_t record) LOOKBACK_HOT_LAMBDA {
 #ifndef LOOKBACK_TEST_FOREIGN_RING_LAYOUT
-  if constexpr (kDense) r->last_tsc = static_cast<uint32_t>(tsc);
+    if constexpr (kDense) r->last_tsc = static_cast<uint32_t>(tsc);
 #endif
-  Publish(r, pos, r->event_tags.of[exit][held] | format::EventBody(tsc, key));
+    Publish(r, pos, record);
+  };
+  // The key's low half when its base is the hot slot's (see Ring::hot_base).
+  const uint64_t low = key ^ r->hot_base;
+  if (__builtin_expect((low >> 32) != 0, 0)) {
+    // Another slot, or none. Straight-line code of its own, so that the hot
+    // slot's path carries no choice of tag or low half.
+    const unsigned held = SlotsHolding(r, key);
+    if (__builtin_expect(held == 0, 0)) {
+      lb_ring_slow(key, call_site, offset + __atomic_load_n(&r->epoch_tsc, __ATOMIC_RELAXED), r, exit);
+      return;
+    }
+    publish(r->event_tags.of[exit][held] | format::EventBodyFromParts(offset, key & format::kKeyLowMask));
+    return;
+  }
+  publish(r->hot_tag[exit] | format::EventBodyFromParts(offset, low));
 }
 
 LOOKBACK_HOT uint64_t DenseClockMask(const Ring* r) {
@@ -308,16 +368,19 @@ LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site
   const uint64_t pos = LoadRelaxed(&r->pos);
   if (__builtin_expect(pos >= r->next_sync, 0)) {
     const uint64_t clock_mask = DenseClockMask(r);
-    if (clock_mask == 0) {
-      lb_ring_slow(key, call_site, kReadTscInSlowPath, r, exit);  // a sync (the slow path reads the clock)
-      return;
-    }
-    if ((pos & clock_mask) != 0) {
+    // The untimed position first: it is most of a dense ring's records, and
+    // an exact ring (clock_mask 0) never has one, so no test of the mode
+    // comes before it.
+    if (__builtin_expect((pos & clock_mask) != 0, 1)) {
       if (__builtin_expect(*r->on_cpu == 0, 0)) {
         lb_ring_slow(key, call_site, kReadTscInSlowPath, r, exit);  // one rdtsc per trace point inlined, not two
         return;
       }
       Publish(r, pos, format::MakeUntimed(exit, key));
+      return;
+    }
+    if (clock_mask == 0) {
+      lb_ring_slow(key, call_site, kReadTscInSlowPath, r, exit);  // a sync (the slow path reads the clock)
       return;
     }
     RecordAtPos<true>(r, pos, exit, key, __rdtsc(), call_site);

@@ -21,9 +21,11 @@
 // clang pass's inlined code increments for a call of a shed function; 6: the
 // pass's inlined code no longer counts them (the guard is read before the
 // thread-local, and the budget prices those calls from their rate when shed):
-// a runtime of 5 would under-price them, one of 6 would count them twice.)
+// a runtime of 5 would under-price them, one of 6 would count them twice;
+// 7: the epoch as its first TSC (epoch_tsc, tested by one subtraction) and
+// the lap's slot base (lap) in cache line 0 instead of epoch and mask.)
 #ifndef LOOKBACK_RING_ABI
-#define LOOKBACK_RING_ABI 6
+#define LOOKBACK_RING_ABI 7
 #endif
 
 #define LOOKBACK_RING_ABI_STR2(x) #x

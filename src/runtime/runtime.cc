@@ -203,8 +203,9 @@ Ring* SetUpRing(void* mem, uint64_t header, uint64_t capacity, uint64_t bytes) {
   r->pos = 0;
   r->next_sync = 0;  // the first record is a sync: EPOCH and FN_BASE
   r->sync_at = 0;
-  r->epoch = ~uint64_t{0};
+  r->epoch_tsc = ~uint64_t{0};
   for (uint32_t& b : r->base) b = kNoBase;
+  SetHotSlot(r, format::kBaseSlots);
   r->victim = 0;
   r->abi = kRingAbi;
   r->clock_mask = 0;
@@ -860,12 +861,14 @@ __attribute__((no_instrument_function, always_inline)) inline unsigned Announce(
                                                                                uint32_t base, bool sync) {
   auto put = [&](uint64_t rec) { __atomic_store_n(&r->slots[(*pos)++ & r->mask], rec, __ATOMIC_RELAXED); };
   const uint64_t epoch = tsc >> format::kTscLowBits;
-  if (sync || epoch != r->epoch) {
+  const bool none = r->epoch_tsc == ~uint64_t{0};
+  const uint64_t announced = r->epoch_tsc >> format::kTscLowBits;
+  if (sync || none || epoch != announced) {
     // Epochs since the previous announcement; a TSC that stepped back
     // (migration between unsynchronised cores) saturates: "unknown".
-    const uint64_t delta = r->epoch == ~uint64_t{0} ? 0 : (epoch >= r->epoch ? epoch - r->epoch : format::kEpochDeltaMax);
+    const uint64_t delta = none ? 0 : (epoch >= announced ? epoch - announced : format::kEpochDeltaMax);
     put(format::MakeEpoch(epoch, delta));
-    r->epoch = epoch;
+    r->epoch_tsc = epoch << format::kTscLowBits;
   }
   unsigned slot = format::kBaseSlots;
   unsigned in_use = 0;
@@ -888,6 +891,32 @@ __attribute__((no_instrument_function, always_inline)) inline unsigned Announce(
     }
   }
   return slot;
+}
+
+// The hot slot (Ring::hot_base) after the event at pos - 1, which used
+// `slot`. At a sync (every few thousand records), the slot most of the latest
+// events used: a thread that moved to another region gets its hot slot
+// there. Between syncs the hot slot stays, unless a new base replaced it or
+// there is none: then this event's slot takes it.
+__attribute__((no_instrument_function, always_inline)) inline void ChooseHotSlot(Ring* r, uint64_t pos, unsigned slot,
+                                                                                bool sync) {
+  const unsigned hot = r->hot_tag[0] != 0 ? format::EventSlot(r->hot_tag[0]) : format::kBaseSlots;
+  const bool valid = hot < format::kBaseSlots && r->base[hot] != kNoBase && uint64_t{r->base[hot]} << 32 == r->hot_base;
+  if (sync) {
+    constexpr uint64_t kSample = 32;
+    unsigned count[format::kBaseSlots] = {};
+    const uint64_t n = std::min({kSample, pos, r->capacity});
+    for (uint64_t i = pos - n; i < pos; ++i) {
+      const uint64_t rec = __atomic_load_n(&r->slots[i & r->mask], __ATOMIC_RELAXED);
+      if (format::IsEvent(rec)) ++count[format::EventSlot(rec)];
+    }
+    for (unsigned i = 0; i < format::kBaseSlots; ++i) {
+      if (count[i] > count[slot] && r->base[i] != kNoBase) slot = i;
+    }
+  } else if (valid) {
+    return;
+  }
+  SetHotSlot(r, slot);
 }
 
 // After the record at pos - 1: when the exact path must next come here (the
@@ -952,6 +981,7 @@ void lb_ring_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r, bool 
   if (off_cpu) put(format::MakeOffCpu(off_cpu_ns));
   r->last_tsc = static_cast<uint32_t>(tsc);
   put(format::MakeEvent(exit, slot, tsc, key));
+  ChooseHotSlot(r, pos, slot, sync);
   Reschedule(r, pos, tsc, since_reading, sync);
   __atomic_store_n(&r->pos, pos, __ATOMIC_RELEASE);
   lb_tls_ring = r;

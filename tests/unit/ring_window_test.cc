@@ -37,7 +37,7 @@ class TestRing {
     r_ = new (mem_) rt::Ring;
     r_->pos = 0;
     r_->next_sync = 0;
-    r_->epoch = ~uint64_t{0};
+    r_->epoch_tsc = ~uint64_t{0};
     for (uint32_t& b : r_->base) b = rt::kNoBase;
     r_->victim = 0;
     r_->mask = capacity_ - 1;
@@ -69,7 +69,7 @@ std::string Show(const Ev& e) {
 
 // Key patterns, each a function of the event's index so that a window of any
 // length can be checked without storing what was written.
-enum class Pattern { kOneRegion, kTwoRegions, kThreeRegions, kSixRegions, kHourIdle };
+enum class Pattern { kOneRegion, kTwoRegions, kThreeRegions, kSixRegions, kHourIdle, kPhases };
 constexpr uint64_t kRegions[] = {0x55d0c0de0000ull, 0x7f3a12340000ull, LB_METHOD_KEY(0), 0x7ffd00000000ull,
                                  0x0000004000a0ull, 0x7e0100000000ull};
 
@@ -85,6 +85,10 @@ Ev Generate(Pattern p, uint64_t i) {
     case Pattern::kHourIdle:
       region = (i / 2) % 2;
       tsc = 1000000 + i * 40 + (i / 64) * kHour;                      // an hour's idling every 32 calls
+      break;
+    case Pattern::kPhases:  // mostly one region, another each 3000 calls (the hot slot moves), a third now and then
+      region = (i / 6000) % 2 == 0 ? 0 : 1;
+      if ((i / 2) % 7 == 3) region = 2 + (i / 14000) % 4;  // and, now and then, the other four in turn (evictions)
       break;
   }
   return {exit, kRegions[region] + 16 * fn, tsc};
@@ -156,7 +160,7 @@ TEST_P(RingWindow, EveryRecordOfAWrappedRingDecodes) {
   const uint64_t events = capacity * 2 + capacity / 2 + 13;
   const Outcome o = WriteSnapshotDecode(c.bytes, c.pattern, events);
   ExpectEveryEventDecodes(o, capacity, "ring " + std::to_string(c.bytes) + " bytes");
-  if (c.pattern != Pattern::kSixRegions) {
+  if (c.pattern != Pattern::kSixRegions && c.pattern != Pattern::kPhases) {
     // One record per event, plus a sync every SyncInterval records, plus
     // (HourIdle) one EPOCH record after each hour's idling, every 64 events.
     const double per_event = static_cast<double>(o.ring_records) / static_cast<double>(events);
@@ -172,6 +176,7 @@ std::string PatternName(Pattern p) {
     case Pattern::kThreeRegions: return "ThreeRegions";
     case Pattern::kSixRegions: return "SixRegions";
     case Pattern::kHourIdle: return "HourIdle";
+    case Pattern::kPhases: return "Phases";
   }
   return "?";
 }
@@ -180,7 +185,7 @@ std::vector<SizeCase> AllSizes() {
   std::vector<SizeCase> out;
   for (uint64_t bytes : {uint64_t{4} << 10, uint64_t{64} << 10, uint64_t{1} << 20, uint64_t{64} << 20}) {
     for (Pattern p : {Pattern::kOneRegion, Pattern::kTwoRegions, Pattern::kThreeRegions, Pattern::kSixRegions,
-                      Pattern::kHourIdle}) {
+                      Pattern::kHourIdle, Pattern::kPhases}) {
       if (bytes == (uint64_t{64} << 20) && p != Pattern::kTwoRegions && p != Pattern::kOneRegion) continue;  // time
       out.push_back({bytes, p});
     }
@@ -198,7 +203,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, RingWindow, ::testing::ValuesIn(AllSizes()),
 TEST(RingWindowOffsets, EveryWrapOffsetDecodes) {
   const uint64_t bytes = 4096, capacity = bytes / 8;
   for (Pattern p : {Pattern::kOneRegion, Pattern::kTwoRegions, Pattern::kThreeRegions, Pattern::kSixRegions,
-                    Pattern::kHourIdle}) {
+                    Pattern::kHourIdle, Pattern::kPhases}) {
     for (uint64_t events = 1; events <= 3 * capacity; ++events) {
       const Outcome o = WriteSnapshotDecode(bytes, p, events);
       ExpectEveryEventDecodes(o, capacity, PatternName(p) + " after " + std::to_string(events) + " events");
@@ -217,6 +222,41 @@ TEST(RingWindowOffsets, AlternatingRegionsWriteOneRecordPerEvent) {
   // records, and the first announcement of each region.
   EXPECT_LE(o.ring_records - 5 * capacity, (o.ring_records / format::kMaxSyncInterval + 1) * 3 + 2);
   EXPECT_GT(o.decoded, o.window_records * 99 / 100);
+}
+
+// The hot slot (Ring::hot_base) is the region most of a thread's latest
+// records came from: a thread that moves to another region has it there by
+// the next sync, and a region whose base was evicted is never the hot one.
+TEST(RingHotSlot, FollowsTheRegionTheThreadMovedToByTheNextSync) {
+  TestRing ring(64 << 10);
+  rt::Ring* r = ring.get();
+  const uint64_t sync = format::SyncInterval(ring.capacity());
+  uint64_t tsc = 1000;
+  auto calls = [&](uint64_t region, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+      rt::RecordReading(r, false, kRegions[region] + 16 * (i % 5), tsc += 40);
+      rt::RecordReading(r, true, kRegions[region] + 16 * (i % 5), tsc += 40);
+    }
+  };
+  auto hot_is = [&](uint64_t region) { return r->hot_base == (kRegions[region] >> 32) << 32; };
+  calls(0, 10);
+  EXPECT_TRUE(hot_is(0));
+  calls(1, 10);  // a new base: announced, yet region 0 stays hot until a sync says otherwise
+  EXPECT_TRUE(hot_is(0));
+  calls(1, sync);  // a sync passed while in region 1
+  EXPECT_TRUE(hot_is(1));
+  // Six regions in turn evict every base: the hot one always holds its slot's base.
+  for (uint64_t round = 0; round < 3 * sync; ++round) {
+    calls(round % 6, 1);
+    bool matches_a_slot = false;
+    for (unsigned s = 0; s < format::kBaseSlots; ++s) {
+      if (r->base[s] != rt::kNoBase && uint64_t{r->base[s]} << 32 == r->hot_base &&
+          r->hot_tag[0] == format::EventTag(false, s) && r->hot_tag[1] == format::EventTag(true, s)) {
+        matches_a_slot = true;
+      }
+    }
+    ASSERT_TRUE(matches_a_slot) << "after call " << round;
+  }
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 #
 # A_BUILD, B_BUILD: build directories of bench/run_listing1.sh (target
 # listing1_bench). VARIANT: BINARY_SUFFIX[:LOOKBACK_CLOCK], default
-# gcc_lookback clang_pass clang_passfull (exact). Work 0, 2 M calls per run.
+# gcc_lookback clang_pass clang_passfull (exact); LOOKBACK_CLOCK is exact, fast
+# or fast:N, or "off" for tracing off (LOOKBACK_ENABLED=0). Work 0, 2 M calls
+# per run.
 # Prints the machine first (CPU model, rdtsc cost): judge every hot-path
 # change with this script, on AMD and on Intel where you can
 # (docs/performance.md, "How to judge a hot-path change").
@@ -19,17 +21,22 @@ variants=("$@")
 calls=2000000
 "$(dirname "${BASH_SOURCE[0]}")/machine_header.sh" "$b"
 echo "# A: $a, B: $b; $rounds interleaved rounds, work 0, $calls calls of 20 trace points per run"
-run() {  # binary clock -> elapsed ns
+run() {  # binary clock|off -> elapsed ns
+  local enabled=1 clock=${2:-exact}
+  if [[ $clock == off ]]; then enabled=0 clock=exact; fi  # tracing off: LOOKBACK_ENABLED=0
   # LOOKBACK_BUDGET=off: the trace point is measured, not the budget, which
   # would shed Listing 1's functions a tenth of a second into the run.
-  LOOKBACK_QUIET=1 LOOKBACK_CLOCK=${2:-exact} LOOKBACK_DUMP_AT_EXIT=0 LOOKBACK_BUDGET=off "$1" 0 $calls 60000 |
-    sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p'
+  LOOKBACK_ENABLED=$enabled LOOKBACK_QUIET=1 LOOKBACK_CLOCK=$clock LOOKBACK_DUMP_AT_EXIT=0 LOOKBACK_BUDGET=off \
+    "$1" 0 $calls 60000 | sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p'
 }
+# Each variant against the uninstrumented build of its own program
+# (listing1_<prefix>_plain: gcc, clang, gcc-3regions, ...).
+read -r -a prefixes <<< "$(for v in "${variants[@]}"; do echo "${v%%_*}"; done | sort -u | tr '\n' ' ')"
 declare -A t m
 for ((r = 0; r < rounds; ++r)); do
   for side in a b; do
     dir=${!side}
-    for cc in gcc clang; do t[$side,plain_$cc,$r]=$(run "$dir/bench/listing1_${cc}_plain"); done
+    for cc in "${prefixes[@]}"; do t[$side,plain_$cc,$r]=$(run "$dir/bench/listing1_${cc}_plain"); done
     for v in "${variants[@]}"; do
       t[$side,$v,$r]=$(run "$dir/bench/listing1_${v%%:*}" "$( [[ $v == *:* ]] && echo "${v#*:}" )")
     done

@@ -32,3 +32,9 @@
 #define LOOKBACK_RING_ABI_STR(x) LOOKBACK_RING_ABI_STR2(x)
 // The symbol of `lb_tls_ring` (its name in source everywhere).
 #define LOOKBACK_RING_TLS_SYMBOL "lb_tls_ring_abi" LOOKBACK_RING_ABI_STR(LOOKBACK_RING_ABI)
+// The symbol of a name the clang pass puts into every program object, once per
+// program (linkonce_odr: the check shape's recorders, the slow-path stub, the
+// sentinel): with the ABI in it, objects built by passes of two ABIs and
+// linked into one program keep a copy each instead of sharing one whose
+// signature or Ring layout is the other's.
+#define LOOKBACK_PASS_SYMBOL(name) name "_abi" LOOKBACK_RING_ABI_STR(LOOKBACK_RING_ABI)

@@ -54,9 +54,10 @@ TEST(Pass, CheckShapeInlinesTheTestAndCallsTheRecordOutOfLine) {
   EXPECT_EQ(f3.find("__cyg_profile_func"), std::string::npos) << f3;
   EXPECT_NE(f3.find("%fs:"), std::string::npos) << f3;  // the thread's ring pointer
   EXPECT_EQ(f3.find("rdtsc"), std::string::npos) << f3;
-  EXPECT_NE(f3.find("<lb_pass_enter_on>"), std::string::npos) << f3;
-  EXPECT_NE(f3.find("<lb_pass_exit_on>"), std::string::npos) << f3;
-  EXPECT_NE(Disassembly("roundtrip-pass-O2", "lb_pass_enter_on").find("rdtsc"), std::string::npos);
+  const std::string abi = "_abi" LOOKBACK_RING_ABI_STR(LOOKBACK_RING_ABI);
+  EXPECT_NE(f3.find("<lb_pass_enter_on" + abi + ">"), std::string::npos) << f3;
+  EXPECT_NE(f3.find("<lb_pass_exit_on" + abi + ">"), std::string::npos) << f3;
+  EXPECT_NE(Disassembly("roundtrip-pass-O2", "lb_pass_enter_on" + abi).find("rdtsc"), std::string::npos);
 }
 
 TEST(Pass, FullShapeInlinesTheWholeFastPath) {
@@ -70,7 +71,7 @@ TEST(Pass, FullShapeInlinesTheWholeFastPath) {
   // reading (two inlined copies, one of which runs).
   EXPECT_GE(rdtsc, 2u) << f3;
   EXPECT_LE(rdtsc, 4u) << f3;
-  EXPECT_EQ(f3.find("<lb_pass_enter_on>"), std::string::npos) << f3;
+  EXPECT_EQ(f3.find("<lb_pass_enter_on"), std::string::npos) << f3;
 }
 
 TEST(Pass, ProgramRunsWithoutTheRuntimeAndRecordsNothing) {
@@ -137,6 +138,47 @@ TEST(PassAbi, ForeignLayoutLinkedRunsWithTracingOffAndOneLine) {
   REQUIRE_PASS_PROGRAM("pass-foreign-abi-linked");
   const std::string dir = FreshDir("pass-foreign-linked");
   ExpectForeignProgramRunsUntraced({}, "pass-foreign-abi-linked", dir);
+}
+
+// Objects built by passes of two ABIs in one program: each keeps its own
+// check-shape recorder (its symbol carries the ABI), so neither object's calls
+// reach the other's code; the program computes what it should, and the
+// runtime, meeting the foreign object's first trace point, turns tracing off
+// for the process and says so once.
+TEST(PassAbi, ObjectsOfTwoAbisInOneProgramEachKeepTheirOwnRecorder) {
+  REQUIRE_PASS_PROGRAM("pass-mixed-abi");
+  RunResult syms = RunProgram({"nm", Program("pass-mixed-abi")});
+  EXPECT_NE(syms.out.find("lb_pass_enter_on_abi" LOOKBACK_RING_ABI_STR(LOOKBACK_RING_ABI)), std::string::npos) << syms.out;
+  EXPECT_NE(syms.out.find("lb_pass_enter_on_abi99"), std::string::npos) << syms.out;
+  const int n = 5000;
+  int own = 0, other = 0;
+  for (int i = 0; i < n; ++i) own += (i ^ 5) & 3, other += (i * 3 + 1) % 7;
+  const std::string want = "mixed " + std::to_string(own) + " " + std::to_string(other) + " " + std::to_string(own) + "\n";
+  for (const bool preload : {true, false}) {
+    SCOPED_TRACE(preload ? "under lookback record" : "linked only, no runtime");
+    const std::string dir = FreshDir(preload ? "pass-mixed-abi-record" : "pass-mixed-abi-plain");
+    std::vector<std::string> argv;
+    if (preload) argv = {Cli(), "record", "--dir", dir + "/dumps", "--"};
+    argv.push_back(Program("pass-mixed-abi"));
+    argv.push_back(std::to_string(n));
+    RunResult r = RunProgram(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+    if (!preload) continue;
+    const std::string line = "built for lookback ring ABI 99, this runtime has ABI " LOOKBACK_RING_ABI_STR(
+        LOOKBACK_RING_ABI) ": tracing is off for the whole process";
+    const size_t at = r.err.find(line);
+    EXPECT_NE(at, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(line, at + 1), std::string::npos) << r.err;
+    // With one shared copy, one object's calls reach the other's recorder and
+    // stub with misplaced arguments: the refusal above is missing, and the
+    // runtime is handed a ring pointer that is not the thread's.
+    EXPECT_EQ(r.err.find("cannot see lookback's thread state"), std::string::npos) << r.err;
+    for (const std::string& dump : Dumps(dir + "/dumps")) {
+      RunResult verify = RunProgram({Cli(), "verify", dump});
+      EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+    }
+  }
 }
 
 TEST(PassAbi, ThreadLocalSymbolCarriesTheAbiNumber) {

@@ -43,11 +43,23 @@ LOOKBACK_PASS_HOOK void lb_pass_exit(uint64_t key) { lookback::rt::Record(true, 
 // ring, exit) wants them and where rdtsc (rax, rdx) leaves them alone, so the
 // record moves no register: the third is a placeholder for the reading, which
 // the caller leaves undefined.
-LOOKBACK_PASS_OUTLINED void lb_pass_enter_on(uint64_t key, uint64_t call_site, uint64_t, Ring* r) {
+//
+// Their symbols carry the ring ABI (lb_pass_enter_on_abi7): each program
+// object holds a linkonce_odr copy, and objects built by passes of two ABIs
+// may be linked into one program; under one name the linker would keep one
+// copy, whose arguments or ring layout the other objects' calls do not match.
+// Under two names each object keeps its own (and the older one's thread-local,
+// of another ABI, sends it to the runtime's refusal, not into a ring).
+#define LOOKBACK_PASS_OUTLINED_NAME(name) __asm__(LOOKBACK_PASS_SYMBOL(#name))
+LOOKBACK_PASS_OUTLINED void lb_pass_enter_on(uint64_t key, uint64_t call_site, uint64_t, Ring* r)
+    LOOKBACK_PASS_OUTLINED_NAME(lb_pass_enter_on);
+LOOKBACK_PASS_OUTLINED void lb_pass_exit_on(uint64_t key, Ring* r) LOOKBACK_PASS_OUTLINED_NAME(lb_pass_exit_on);
+
+void lb_pass_enter_on(uint64_t key, uint64_t call_site, uint64_t, Ring* r) {
   lookback::rt::RecordNow(r, false, key, call_site);
 }
 
-LOOKBACK_PASS_OUTLINED void lb_pass_exit_on(uint64_t key, Ring* r) { lookback::rt::RecordNow(r, true, key); }
+void lb_pass_exit_on(uint64_t key, Ring* r) { lookback::rt::RecordNow(r, true, key); }
 
 // Tracing on is the expected case (lookback is meant to stay on): the call is
 // laid out where the test falls through, so a traced call pays no taken
@@ -133,7 +145,8 @@ LOOKBACK_PASS_HOOK void lb_pass_exit_check_guarded(uint64_t key, bool recorded) 
 // thread for good (one call per thread).
 #pragma weak lb_pass_record_slow
 LOOKBACK_PASS_OUTLINED __attribute__((cold)) void lb_pass_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r,
-                                                                 bool exit) {
+                                                                 bool exit) LOOKBACK_PASS_OUTLINED_NAME(lb_pass_slow);
+void lb_pass_slow(uint64_t key, uint64_t call_site, uint64_t tsc, Ring* r, bool exit) {
   if (&lb_pass_record_slow == nullptr || lb_pass_record_slow(lookback::rt::kRingAbi, r, exit, key, tsc, call_site) == 0) {
     lb_tls_ring = nullptr;
   }

@@ -13,7 +13,7 @@
 //   - `lb_tls_ring` (symbol `lb_tls_ring_abi<N>`, ring_abi.h: programs and
 //     runtimes of different ring ABIs never share it) becomes a *weak*
 //     initial-exec thread-local defined in every
-//     instrumented object, initialised to `lb_pass_sentinel`, a hidden
+//     instrumented object, initialised to `lb_pass_sentinel_abi<N>`, a hidden
 //     all-zero Ring (a sentinel by hot_path.h's rule: slots == nullptr);
 //   - the inlined slow-path call goes to `lb_pass_slow` (inline_hooks.cc), a
 //     hidden stub that calls `lb_pass_record_slow` (a weak reference) with the
@@ -101,8 +101,10 @@ constexpr const char* kAllHooks[] = {
 // The section of the guard tables (docs/pass.md): {i64 key, i8* guard} per
 // guarded function, one table per module, each registered by its module.
 constexpr const char* kGuardSection = "lookback_guards";
-// Called by the check shape: one copy per program.
-constexpr const char* kOutlined[] = {"lb_pass_enter_on", "lb_pass_exit_on"};
+// Called by the check shape: one copy per program (linkonce_odr), named with
+// the ring ABI (inline_hooks.cc), so that objects built by passes of two ABIs
+// never share one copy with the other's signature.
+constexpr const char* kOutlined[] = {LOOKBACK_PASS_SYMBOL("lb_pass_enter_on"), LOOKBACK_PASS_SYMBOL("lb_pass_exit_on")};
 
 struct Patterns {
   std::vector<GlobPattern> functions, files;
@@ -392,7 +394,7 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
   static void BindToRuntime(Module& M) {
     GlobalVariable* ring = M.getGlobalVariable(LOOKBACK_RING_TLS_SYMBOL);
     Function* slow = M.getFunction("lb_ring_slow");
-    Function* stub = M.getFunction("lb_pass_slow");
+    Function* stub = M.getFunction(LOOKBACK_PASS_SYMBOL("lb_pass_slow"));
     if (ring == nullptr || slow == nullptr || stub == nullptr || stub->isDeclaration())
       report_fatal_error("lookback-pass: embedded hot path is not the recorder's", false);
     auto* ring_ptr = cast<PointerType>(ring->getValueType());
@@ -401,10 +403,10 @@ struct LookbackPass : PassInfoMixin<LookbackPass> {
     // The program's own sentinel: all zero, so slots == nullptr (a sentinel by
     // the ABI) and pos == next_sync (the first trace point takes the slow
     // path).
-    GlobalVariable* sentinel = M.getGlobalVariable("lb_pass_sentinel");
+    GlobalVariable* sentinel = M.getGlobalVariable(LOOKBACK_PASS_SYMBOL("lb_pass_sentinel"));
     if (sentinel == nullptr) {
       sentinel = new GlobalVariable(M, ring_ty, false, GlobalValue::LinkOnceODRLinkage, Constant::getNullValue(ring_ty),
-                                    "lb_pass_sentinel");
+                                    LOOKBACK_PASS_SYMBOL("lb_pass_sentinel"));
       sentinel->setVisibility(GlobalValue::HiddenVisibility);
       sentinel->setAlignment(Align(64));
     }

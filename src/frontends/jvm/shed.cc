@@ -245,11 +245,20 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
     g_applied_count.store(t.applied.size(), std::memory_order_release);
     for (uint32_t c : changed) changed_classes.insert(t.classes.At(c));
   }
-  const size_t done = RetransformNamed(jvmti, jni, changed_classes);
+  // The note first: the VM runs the retransformed code as soon as it has
+  // installed it, before RetransformClasses returns, so a dump taken in
+  // between showed a method's calls without its probes and a note that did
+  // not say why yet (BudgetJvm.AShedMethodLosesItsProbes... under load).
+  // Counted as asked, then corrected if the VM took fewer.
   g_stats.shed_unprobed.store(g_applied_count.load());
-  g_stats.shed_classes.fetch_add(done, std::memory_order_relaxed);
+  g_stats.shed_classes.fetch_add(changed_classes.size(), std::memory_order_relaxed);
   g_stats.shed_batches.fetch_add(1, std::memory_order_relaxed);
   if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
+  const size_t done = RetransformNamed(jvmti, jni, changed_classes);
+  if (done < changed_classes.size()) {
+    g_stats.shed_classes.fetch_sub(changed_classes.size() - done, std::memory_order_relaxed);
+    if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
+  }
   return next_ns;
 }
 

@@ -8,12 +8,13 @@
 // you change the ABI: bump ring_abi.h.
 //
 // The common case, an exact reading with nothing to announce, is kept to the
-// instructions the format needs, because on Intel each one costs (rdtsc does
-// not hide them as it does on AMD; docs/performance.md, "The hot path per
-// CPU"): one compare against next_sync (syncs, the end of the lap, every
-// other mode), one subtraction that both tests the epoch and gives the
-// record's timestamp bits, one SSE2 compare of the four base slots, and a
-// store at lap + 8 * pos with no mask (the lap ends at a slow path).
+// checks the format needs, and above all to a short chain of dependent steps
+// into the record's store, which is what costs on Intel (rdtsc does not hide
+// it as it does on AMD; docs/performance.md, "The hot path per CPU"): one
+// compare against next_sync (syncs and every other mode), one subtraction
+// that both tests the epoch and gives the record's timestamp bits, and a
+// scalar test of the key against the hot base slot whose result is the
+// record's low half, with a tag loaded independently of it.
 //
 // Thread-local state machine (lb_tls_ring):
 //   a sentinel         thread not seen yet: the first trace point takes the
@@ -268,9 +269,9 @@ LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) {
 
 // Record one event at a given timestamp (a reading, in either clock mode) at
 // position `pos` (the owner's current r->pos), once the caller has seen that
-// no sync is due and the lap goes on. When nothing needs announcing, that is
-// one EVENT; an epoch that moved (either way) or a key base in no slot goes to
-// the slow path. `call_site` (the
+// no sync is due. When nothing needs announcing, that is one EVENT; an epoch
+// that moved (either way) or a key base in no slot goes to the slow path.
+// `call_site` (the
 // caller's return address, 0 if unknown) only reaches the slow path, which
 // records it after a non-local exit (see kUnwindTo).
 //

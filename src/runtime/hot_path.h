@@ -3,8 +3,8 @@
 // ABI shared by every front-end (the compiler hooks, the clang pass, which
 // inlines this code into programs, and the JVM agent through lb_enter/lb_exit):
 // the initial-exec thread-local `lb_tls_ring`, the first cache line of `Ring`
-// and the fields the fast path reads or writes beyond it (on_cpu,
-// sparse_ticks, dense_sync, last_tsc, event_tags, filtered). Change any and
+// and the fields the fast path reads or writes beyond it (hot_tag[1], base,
+// on_cpu, sparse_ticks, dense_sync, event_tags, filtered). Change any and
 // you change the ABI: bump ring_abi.h.
 //
 // The common case, an exact reading with nothing to announce, is kept to the

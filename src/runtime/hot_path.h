@@ -300,10 +300,13 @@ LOOKBACK_HOT void RecordAtPos(Ring* r, uint64_t pos, bool exit, uint64_t key, ui
            static_cast<uint32_t>(tsc) - r->last_tsc > r->sparse_ticks;
   }
 #endif
-  if (__builtin_expect(slow, 0)) {
-    // The reading rebuilt from the offset, so that the common case need not
-    // keep it in a register of its own.
+  // The slow path gets the reading rebuilt from the offset, so that the
+  // common case need not keep it in a register of its own.
+  auto to_slow_path = [&]() LOOKBACK_HOT_LAMBDA {
     lb_ring_slow(key, call_site, offset + __atomic_load_n(&r->epoch_tsc, __ATOMIC_RELAXED), r, exit);
+  };
+  if (__builtin_expect(slow, 0)) {
+    to_slow_path();
     return;
   }
   // Dense rings note the reading (their density test) once it is certain to be published here.
@@ -320,7 +323,7 @@ LOOKBACK_HOT void RecordAtPos(Ring* r, uint64_t pos, bool exit, uint64_t key, ui
     // slot's path carries no choice of tag or low half.
     const unsigned held = SlotsHolding(r, key);
     if (__builtin_expect(held == 0, 0)) {
-      lb_ring_slow(key, call_site, offset + __atomic_load_n(&r->epoch_tsc, __ATOMIC_RELAXED), r, exit);
+      to_slow_path();
       return;
     }
     publish(r->event_tags.of[exit][held] | format::EventBodyFromParts(offset, key & format::kKeyLowMask));

@@ -901,7 +901,8 @@ __attribute__((no_instrument_function, always_inline)) inline unsigned Announce(
 __attribute__((no_instrument_function, always_inline)) inline void ChooseHotSlot(Ring* r, uint64_t pos, unsigned slot,
                                                                                 bool sync) {
   const unsigned hot = r->hot_tag[0] != 0 ? format::EventSlot(r->hot_tag[0]) : format::kBaseSlots;
-  const bool valid = hot < format::kBaseSlots && r->base[hot] != kNoBase && uint64_t{r->base[hot]} << 32 == r->hot_base;
+  // Still its slot's base (a new base may have replaced it).
+  const bool valid = hot < format::kBaseSlots && uint64_t{r->base[hot]} << 32 == r->hot_base;
   if (sync) {
     constexpr uint64_t kSample = 32;
     unsigned count[format::kBaseSlots] = {};

@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "../scratch_dir.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -28,16 +30,7 @@ std::string Slurp(const std::string& path) {
 std::string Cli() { return LOOKBACK_CLI; }
 std::string Program(const std::string& name) { return std::string(LOOKBACK_PROGRAMS) + "/" + name; }
 
-std::string FreshDir(const std::string& name) {
-  const std::string base = LOOKBACK_TEST_TMP;
-  mkdir(base.c_str(), 0755);
-  // ctest runs tests as parallel processes, some sharing a name: one directory per process.
-  const std::string dir = base + "/" + name + "." + std::to_string(getpid());
-  std::string cmd = "rm -rf '" + dir + "'";
-  if (system(cmd.c_str()) != 0) ADD_FAILURE() << cmd;
-  mkdir(dir.c_str(), 0755);
-  return dir;
-}
+std::string FreshDir(const std::string& name) { return ScratchDir(name); }
 
 std::vector<std::string> ListFiles(const std::string& dir) {
   std::vector<std::string> out;

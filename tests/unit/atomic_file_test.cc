@@ -3,6 +3,8 @@
 // part; whatever fails, no temporary is left behind.
 #include "common/atomic_file.h"
 
+#include "../scratch_dir.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,12 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = std::string(LOOKBACK_TEST_TMP) + "/" + name + "." + std::to_string(getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+std::string FreshDir(const std::string& name) { return testing::ScratchDir(name); }
 
 std::string Read(const std::string& path) {
   std::ifstream in(path);

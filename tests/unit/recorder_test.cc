@@ -13,6 +13,7 @@
 #include "runtime/runtime.h"
 #include "runtime/triggers.h"
 #include "test_util.h"
+#include "../scratch_dir.h"
 
 namespace lookback::testing {
 namespace {
@@ -215,9 +216,7 @@ TEST(Snapshot, CopyOfAQuietLogKeepsAllButTheMarginInOrder) {
 // and a small dump takes less: retention must then keep <name>-<pid>-10
 // over <name>-<pid>-9, comparing the numbers as numbers.
 TEST(RetentionOrder, EqualTimestampsKeepTheHigherDumpNumbers) {
-  const std::string dir = std::string(LOOKBACK_TEST_TMP) + "/retention-order." + std::to_string(getpid());
-  mkdir(LOOKBACK_TEST_TMP, 0755);
-  mkdir(dir.c_str(), 0755);
+  const std::string dir = testing::ScratchDir("retention-order");
   const timespec same[2] = {{1700000000, 0}, {1700000000, 0}};
   for (int n : {8, 9, 10, 11}) {
     const std::string p = dir + "/prog-42-" + std::to_string(n) + ".lbk";

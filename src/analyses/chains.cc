@@ -35,7 +35,7 @@ bool ParseChainRank(const std::string& text, ChainRank* rank) {
   return false;
 }
 
-std::string ChainsBuilder::Begin(const model::ExportContext& ctx) {
+Status ChainsBuilder::Begin(const model::ExportContext& ctx) {
   ctx_ = &ctx;
   result_ = ChainsResult{};
   result_.origin_ns = ctx.origin_ns;
@@ -43,7 +43,7 @@ std::string ChainsBuilder::Begin(const model::ExportContext& ctx) {
   static const format::Dump kNoDump;  // driven by hand without a dump
   waits_ = model::WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, {});
   jvm_ = ctx.dump != nullptr && model::IsJvmDump(*ctx.dump);
-  return "";
+  return Status::Ok();
 }
 
 void ChainsBuilder::BeginThread(const format::ThreadInfo& t) {
@@ -202,7 +202,7 @@ void ChainsBuilder::EndThread(const model::ThreadSummary& summary) {
   top_best_.clear();
 }
 
-std::string ChainsBuilder::End() { return ""; }
+Status ChainsBuilder::End() { return Status::Ok(); }
 
 size_t ChainsBuilder::HeldFrames() const {
   size_t n = top_best_.size();

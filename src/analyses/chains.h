@@ -87,12 +87,12 @@ class ChainsBuilder : public model::TraceSink {
  public:
   explicit ChainsBuilder(ChainsOptions options = {}) : options_(options) {}
 
-  std::string Begin(const model::ExportContext& ctx) override;
+  Status Begin(const model::ExportContext& ctx) override;
   void BeginThread(const format::ThreadInfo& t) override;
   void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void EndThread(const model::ThreadSummary& summary) override;
-  std::string End() override;
+  Status End() override;
 
   ChainsResult Take() { return std::move(result_); }
 

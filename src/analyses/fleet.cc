@@ -11,7 +11,7 @@
 namespace lookback::analyses::fleet {
 namespace {
 
-using parquet::ColumnType;
+using ColumnType = CellType;
 constexpr ColumnType kI32 = ColumnType::kInt32, kI64 = ColumnType::kInt64, kStr = ColumnType::kString;
 
 // name, type, nullable, dictionary, partition. Times are nanoseconds: *_ns on
@@ -187,18 +187,18 @@ FleetRows::FleetRows(TableSink& out, FleetOptions options) : out_(out), options_
 FleetRows::~FleetRows() = default;
 
 void FleetRows::Put(Table t, std::span<const Value> values) {
-  if (!error_.empty()) return;
+  if (!error_.ok()) return;
   error_ = out_.Row(t, values);
 }
 
-std::string FleetRows::Begin(const model::ExportContext& ctx) {
+Status FleetRows::Begin(const model::ExportContext& ctx) {
   ctx_ = &ctx;
   const format::Dump& d = *ctx.dump;
   id_ = IdentityOf(d);
   waits_ = model::WaitFunctions(d, options_.wait_globs);
   jvm_ = model::IsJvmDump(d);
   if (matcher_) {
-    if (std::string err = matcher_->Begin(ctx); !err.empty()) return err;
+    if (Status s = matcher_->Begin(ctx); !s.ok()) return s;
   }
   const std::string version = MetadataOr(d, format::metadata::kLookbackVersion, "");
   auto opt_int = [](const std::optional<int64_t>& v) { return v ? Value::Int(*v) : Value::Null(); };
@@ -386,9 +386,9 @@ void FleetRows::EndThread(const model::ThreadSummary& sum) {
   if (const format::ThreadSamples* samples = ctx_->dump->SamplesOf(t)) PutSamples(*samples);
 }
 
-std::string FleetRows::End() {
+Status FleetRows::End() {
   if (matcher_) {
-    if (std::string err = matcher_->End(); !err.empty() && error_.empty()) error_ = err;
+    if (Status s = matcher_->End(); !s.ok() && error_.ok()) error_ = s;
     const auto& sigs = matcher_->signatures();
     for (size_t i = 0; i < sigs.size(); ++i) {
       const SignatureStats& st = matcher_->stats()[i];
@@ -415,29 +415,6 @@ std::string FleetRows::End() {
     }
   }
   return error_;
-}
-
-std::string SqliteCreateTables() {
-  std::string sql;
-  for (const TableDef& t : kTables) {
-    sql += fmt::format("CREATE TABLE {}(\n", t.name);
-    for (size_t i = 0; i < t.columns.size(); ++i) {
-      const ColumnDef& c = t.columns[i];
-      sql += fmt::format("  {} {}{}{}\n", c.name, c.type == kStr ? "TEXT" : "INTEGER", c.nullable ? "" : " NOT NULL",
-                         i + 1 < t.columns.size() ? "," : "");
-    }
-    sql += ");\n";
-  }
-  return sql;
-}
-
-std::vector<parquet::ColumnSpec> ParquetColumns(Table t) {
-  std::vector<parquet::ColumnSpec> cols;
-  for (const ColumnDef& c : kTables[t].columns) {
-    if (c.partition) continue;
-    cols.push_back({c.name, c.type, c.nullable, c.dictionary});
-  }
-  return cols;
 }
 
 }  // namespace lookback::analyses::fleet

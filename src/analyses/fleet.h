@@ -25,10 +25,12 @@
 #include <vector>
 
 #include "analyses/signatures.h"
+#include "common/cell.h"
+#include "common/result.h"
+#include "common/status.h"
 #include "model/waiting.h"
 #include "model/cpu_time.h"
 #include "model/walk.h"
-#include "parquet/writer.h"
 
 namespace lookback::analyses::fleet {
 
@@ -38,7 +40,7 @@ inline constexpr int kSchemaVersion = 2;  // 2: calls.cpu_ns/self_cpu_ns, thread
 
 struct ColumnDef {
   const char* name;
-  parquet::ColumnType type;
+  CellType type;
   bool nullable;
   bool dictionary;  // Parquet: dictionary-encoded (repetitive values)
   bool partition;   // Parquet: a Hive partition key (in the path, not in the file)
@@ -52,17 +54,18 @@ struct TableDef {
 };
 const TableDef& TableOf(Table t);
 
-// One cell. Text points into memory that lives until Row() returns. The
-// Parquet writer's own cell type, so rows reach it without copying.
-using Value = parquet::Cell;
+// One cell (common/cell.h). Text points into memory that lives until Row()
+// returns.
+using Value = Cell;
 
 // Where rows go: a database, Parquet files. Rows of a table arrive with one
 // value per column of TableOf(table), in order.
 class TableSink {
  public:
   virtual ~TableSink() = default;
-  // "" or an error (the walk goes on, rows are then dropped; End reports it).
-  virtual std::string Row(Table table, std::span<const Value> values) = 0;
+  // An error lets the walk go on, but its rows are then dropped and End
+  // reports it.
+  virtual Status Row(Table table, std::span<const Value> values) = 0;
 };
 
 // What identifies a dump and where it partitions; read from the dump alone.
@@ -71,6 +74,20 @@ struct DumpIdentity {
   std::string host, program, build_id, day;  // day: UTC date of the dump, YYYY-MM-DD
 };
 DumpIdentity IdentityOf(const format::Dump& dump);
+
+// A destination for whole dumps (fleet_sqlite.h, fleet_parquet.h): it sees
+// where each dump begins and ends, so it can make a dump's rows visible all
+// at once, or not at all, and recognise a dump it already holds.
+class DatasetSink : public TableSink {
+ public:
+  enum class Start { kExport, kAlreadyThere };
+  // Before a dump's first row. kAlreadyThere skips the dump (appending the
+  // same dump twice); an error skips it too and is reported.
+  virtual Result<Start> BeginDump(const DumpIdentity& id) = 0;
+  // After its last row: `ok` false drops what it wrote.
+  virtual Status EndDump(bool ok) = 0;
+};
+
 
 struct FleetOptions {
   std::string file;  // the dump's path, recorded in dumps.file
@@ -88,12 +105,12 @@ class FleetRows : public model::TraceSink {
   FleetRows(TableSink& out, FleetOptions options);
   ~FleetRows() override;
 
-  std::string Begin(const model::ExportContext& ctx) override;
+  Status Begin(const model::ExportContext& ctx) override;
   void BeginThread(const format::ThreadInfo& t) override;
   void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void EndThread(const model::ThreadSummary& summary) override;
-  std::string End() override;  // the first error of the table sink, if any
+  Status End() override;  // the first error of the table sink, if any
 
   const FleetStats& stats() const { return stats_; }
 
@@ -124,15 +141,8 @@ class FleetRows : public model::TraceSink {
   std::vector<Frame> stack_;
   int64_t next_call_id_ = 1, thread_id_ = 0;
   const format::ThreadInfo* thread_ = nullptr;
-  std::string error_;
+  Status error_;
   FleetStats stats_;
 };
-
-// CREATE TABLE statements for SQLite from the definitions above (partition
-// keys are ordinary columns there).
-std::string SqliteCreateTables();
-
-// The Parquet columns of a table (partition keys left out).
-std::vector<parquet::ColumnSpec> ParquetColumns(Table t);
 
 }  // namespace lookback::analyses::fleet

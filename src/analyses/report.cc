@@ -20,7 +20,7 @@ void RepairCounts::Add(const model::ThreadSummary& s) {
   lost_records += s.lost_records;
 }
 
-std::string ReportBuilder::Begin(const model::ExportContext& ctx) {
+Status ReportBuilder::Begin(const model::ExportContext& ctx) {
   ctx_ = &ctx;
   report_ = Report{};
   report_.window_start_ns = std::numeric_limits<int64_t>::max();
@@ -31,7 +31,7 @@ std::string ReportBuilder::Begin(const model::ExportContext& ctx) {
   static const format::Dump kNoDump;  // driven by hand without a dump
   waits_ = model::WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, options_.wait_globs);
   jvm_ = ctx.dump != nullptr && model::IsJvmDump(*ctx.dump);
-  return "";
+  return Status::Ok();
 }
 
 void ReportBuilder::BeginThread(const format::ThreadInfo& t) {
@@ -174,7 +174,7 @@ void ReportBuilder::Rank(uint32_t tid, const std::string& name, std::unordered_m
   }
 }
 
-std::string ReportBuilder::End() {
+Status ReportBuilder::End() {
   // Nothing but waiting threads: then they are the story after all.
   if (report_.threads == 0) {
     for (Aside& t : aside_) Rank(t.info.tid, t.info.name, t.accs, t.first, t.last, t.info.cpu_ns, t.cpu_known);
@@ -189,16 +189,16 @@ std::string ReportBuilder::End() {
             [](const SetAsideThread& a, const SetAsideThread& b) { return a.span_ns > b.span_ns; });
   all_accs_.clear();
   thread_accs_.clear();
-  return "";
+  return Status::Ok();
 }
 
-std::string ReportDump(const format::Dump& dump, symbolize::Symbolizer& symbols, const model::WalkOptions& walk,
-                       const ReportOptions& options, Report* out) {
+Status ReportDump(const format::Dump& dump, symbolize::Symbolizer& symbols, const model::WalkOptions& walk,
+                  const ReportOptions& options, Report* out) {
   ReportBuilder builder(options);
   model::WalkResult r = model::Walk(dump, symbols, walk, builder);
-  if (!r.error.empty()) return r.error;
+  if (!r.status.ok()) return r.status;
   *out = builder.Take();
-  return "";
+  return Status::Ok();
 }
 
 // ---- sorting ------------------------------------------------------------------

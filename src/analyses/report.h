@@ -112,13 +112,13 @@ class ReportBuilder : public model::TraceSink {
  public:
   explicit ReportBuilder(ReportOptions options = {}) : options_(options) {}
 
-  std::string Begin(const model::ExportContext& ctx) override;
+  Status Begin(const model::ExportContext& ctx) override;
   void BeginThread(const format::ThreadInfo& t) override;
   void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void EventBound(int64_t lo_ns, int64_t hi_ns) override { next_bound_ = hi_ns - lo_ns; }
   void EndThread(const model::ThreadSummary& summary) override;
-  std::string End() override;
+  Status End() override;
 
   Report Take() { return std::move(report_); }
 
@@ -167,9 +167,9 @@ class ReportBuilder : public model::TraceSink {
 };
 
 // Walks `dump` (model::Walk with `walk`'s thread, window and progress) into
-// a Report. Returns "" or the walker's error.
-std::string ReportDump(const format::Dump& dump, symbolize::Symbolizer& symbols, const model::WalkOptions& walk,
-                       const ReportOptions& options, Report* out);
+// a Report. The error is the walker's.
+Status ReportDump(const format::Dump& dump, symbolize::Symbolizer& symbols, const model::WalkOptions& walk,
+                  const ReportOptions& options, Report* out);
 
 // ---- sorting ----------------------------------------------------------------
 

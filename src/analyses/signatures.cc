@@ -203,11 +203,11 @@ SignatureMatcher::SignatureMatcher(std::vector<Signature> signatures)
 
 SignatureMatcher::~SignatureMatcher() = default;
 
-std::string SignatureMatcher::Begin(const model::ExportContext& ctx) {
+Status SignatureMatcher::Begin(const model::ExportContext& ctx) {
   symbols_ = ctx.symbols;
   origin_ns_ = ctx.origin_ns;
   dump_ns_ = ctx.dump_ns;
-  return "";
+  return Status::Ok();
 }
 
 void SignatureMatcher::BeginThread(const format::ThreadInfo& t) {
@@ -327,6 +327,6 @@ void SignatureMatcher::Exit(uint64_t, int64_t ts_ns, uint32_t, uint8_t flags) {
 
 void SignatureMatcher::EndThread(const model::ThreadSummary&) {}
 
-std::string SignatureMatcher::End() { return ""; }
+Status SignatureMatcher::End() { return Status::Ok(); }
 
 }  // namespace lookback::analyses

@@ -88,12 +88,12 @@ class SignatureMatcher : public model::TraceSink {
   explicit SignatureMatcher(std::vector<Signature> signatures);
   ~SignatureMatcher() override;
 
-  std::string Begin(const model::ExportContext& ctx) override;
+  Status Begin(const model::ExportContext& ctx) override;
   void BeginThread(const format::ThreadInfo& t) override;
   void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) override;
   void EndThread(const model::ThreadSummary& summary) override;
-  std::string End() override;
+  Status End() override;
 
   const std::vector<Signature>& signatures() const { return signatures_; }
   const std::vector<SignatureStats>& stats() const { return stats_; }  // parallel to signatures()

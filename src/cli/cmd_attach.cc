@@ -78,21 +78,19 @@ std::vector<pid_t> JvmsBelow(pid_t pid) {
   return out;
 }
 
-int Run(const AttachOptions& given, const RecordOptions& o) {
+Outcome Run(const AttachOptions& given, const RecordOptions& o) {
   AttachOptions a = given;
   if (!IsJvm(a.pid)) {
     // A launcher script (or any program) whose JVM runs below it.
     const std::vector<pid_t> jvms = JvmsBelow(a.pid);
     if (jvms.empty()) {
-      return Fail("process " + std::to_string(a.pid) + " (" + CommandName(a.pid) +
-                  ") is not a JVM and runs none (no libjvm.so in it or below it)"),
-             kExitUsage;
+      return Outcome::Usage("process " + std::to_string(a.pid) + " (" + CommandName(a.pid) +
+                  ") is not a JVM and runs none (no libjvm.so in it or below it)");
     }
     if (jvms.size() > 1) {
       std::string list;
       for (pid_t p : jvms) list += " " + std::to_string(p) + " (" + CommandName(p) + ")";
-      return Fail("process " + std::to_string(a.pid) + " runs several JVMs; attach to one of them:" + list),
-             kExitUsage;
+      return Outcome::Usage("process " + std::to_string(a.pid) + " runs several JVMs; attach to one of them:" + list);
     }
     if (!o.quiet) {
       fprintf(stderr, "lookback: %d (%s) is not a JVM; attaching to the JVM it runs, pid %d\n",
@@ -100,15 +98,14 @@ int Run(const AttachOptions& given, const RecordOptions& o) {
     }
     a.pid = jvms[0];
   }
-  if (int rc = CheckRecorderFlags(o); rc != kExitOk) return rc;
-  if (o.sample_alloc) return Fail("--sample-alloc needs the allocator preloaded at start: use lookback record"), kExitUsage;
+  if (Outcome out = CheckRecorderFlags(o); !out.ok()) return out;
+  if (o.sample_alloc) return Outcome::Usage("--sample-alloc needs the allocator preloaded at start: use lookback record");
   if (o.jvm_mode != "inline") {
-    return Fail("--jvm-mode listener cannot attach: HotSpot gives JVMTI method events only to an agent loaded at "
-                "the JVM's start (use lookback record); attach uses inline mode"),
-           kExitUsage;
+    return Outcome::Usage("--jvm-mode listener cannot attach: HotSpot gives JVMTI method events only to an agent loaded at "
+                "the JVM's start (use lookback record); attach uses inline mode");
   }
   const std::string agent = FindJvmAgent();
-  if (agent.empty()) return Fail("cannot find liblookback-jvm.so next to liblookback.so"), kExitError;
+  if (agent.empty()) return Outcome::Error("cannot find liblookback-jvm.so next to liblookback.so");
   // Agent options: mode, globs, then every runtime setting as key=value
   // (the agent turns them back into LOOKBACK_* variables; ',' in a value
   // travels as ';').
@@ -123,13 +120,13 @@ int Run(const AttachOptions& given, const RecordOptions& o) {
     options += "," + key + "=" + value;
   }
   const AttachOutcome r = LoadAgent(a.pid, agent, options, a.timeout_s);
-  if (!r.error.empty()) return Fail(r.error), kExitError;
-  if (r.agent_result != 0) return Fail(AgentResultText(r.agent_result)), kExitError;
+  if (!r.error.empty()) return Outcome::Error(r.error);
+  if (r.agent_result != 0) return Outcome::Error(AgentResultText(r.agent_result));
   if (!o.quiet) {
     fprintf(stderr, "lookback: attached to JVM %d (%s mode); dumps go to %s\n", static_cast<int>(a.pid),
             o.jvm_mode.c_str(), Absolute(o.dir).c_str());
   }
-  return kExitOk;
+  return Outcome::Ok();
 }
 
 }  // namespace

@@ -148,20 +148,20 @@ std::string Json(const ChainsOptions& o, const analyses::ChainsResult& r, const 
   return out;
 }
 
-int Run(const ChainsOptions& o) {
+Outcome Run(const ChainsOptions& o) {
   analyses::ChainsOptions co;
   co.top = o.top;
-  if (!analyses::ParseChainRank(o.rank, &co.rank)) return Fail("unknown rank '" + o.rank + "' (time or depth)"), kExitUsage;
-  if (o.format != "text" && o.format != "json") return Fail("unknown format '" + o.format + "' (text or json)"), kExitUsage;
-  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+  if (!analyses::ParseChainRank(o.rank, &co.rank)) return Outcome::Usage("unknown rank '" + o.rank + "' (time or depth)");
+  if (o.format != "text" && o.format != "json") return Outcome::Usage("unknown format '" + o.format + "' (text or json)");
+  if (Outcome out = CheckWindow(o.window); !out.ok()) return out;
   OpenedDump od;
-  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window); rc != kExitOk) return rc;
+  if (Outcome out = od.Open(o.path, o.symbols, o.thread, o.window); !out.ok()) return out;
   analyses::ChainsBuilder builder(co);
   const std::string shed_json = ShedJson(od.dump(), od.symbols()), shed_footer = ShedFooter(od.dump(), od.symbols());
   const model::WalkOptions& wo = od.Walking("finding chains");
   model::WalkResult res = model::Walk(od.dump(), od.symbols(), wo, builder);
   od.Done();
-  if (!res.error.empty()) return Fail(res.error), kExitError;
+  if (!res.status.ok()) return Outcome::Of(res.status);
   analyses::ChainsResult r = builder.Take();
   // Frames still running at the end were cut by the dump unless --window ended first.
   const bool at_dump = !wo.window_end_ns || *wo.window_end_ns >= r.dump_ns;
@@ -169,7 +169,7 @@ int Run(const ChainsOptions& o) {
   if (r.threads.empty() && o.format == "text") text = "no call in the selected threads and window\n";
   if (o.format == "text" && !shed_footer.empty()) text += "\n" + shed_footer;
   fwrite(text.data(), 1, text.size(), stdout);
-  return kExitOk;
+  return Outcome::Ok();
 }
 
 }  // namespace

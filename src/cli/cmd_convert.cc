@@ -19,22 +19,22 @@ struct ConvertOptions : DumpSelection {
   bool quiet = false;
 };
 
-int Run(const ConvertOptions& o) {
+Outcome Run(const ConvertOptions& o) {
   const exporters::ExporterInfo* ex = exporters::FindExporter(o.to);
   if (ex == nullptr) {
     std::string names;
     for (const auto& e : exporters::Exporters()) names += std::string(names.empty() ? "" : ", ") + e.name;
-    return Fail("unknown format '" + o.to + "' (one of: " + names + ")"), kExitUsage;
+    return Outcome::Usage("unknown format '" + o.to + "' (one of: " + names + ")");
   }
-  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+  if (Outcome out = CheckWindow(o.window); !out.ok()) return out;
   OpenedDump od;
-  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window, o.quiet); rc != kExitOk) return rc;
+  if (Outcome out = od.Open(o.path, o.symbols, o.thread, o.window, o.quiet); !out.ok()) return out;
   exporters::ExportOptions eo;
   eo.out = o.out;
   auto sink = ex->make(eo);
   model::WalkResult res = model::Walk(od.dump(), od.symbols(), od.Walking("converting to " + o.to), *sink);
   od.Done();
-  if (!res.error.empty()) return Fail(res.error), kExitError;
+  if (!res.status.ok()) return Outcome::Of(res.status);
   if (!o.quiet) {
     uint64_t slices = 0, cut = 0, unwound = 0, open = 0, lost = 0, undecodable = 0;
     for (const auto& t : res.threads) {
@@ -50,7 +50,7 @@ int Run(const ConvertOptions& o) {
     if (undecodable) fprintf(stderr, ", %s records undecodable", fmt::format("{}", undecodable).c_str());
     fprintf(stderr, "\n");
   }
-  return kExitOk;
+  return Outcome::Ok();
 }
 
 }  // namespace

@@ -18,13 +18,13 @@ Runner SetupDetach(CLI::App* sub) {
   sub->add_option("--timeout", *timeout, "Seconds to wait for the JVM")->capture_default_str();
   return [pid, timeout] {
     const std::string agent = FindJvmAgent();
-    if (agent.empty()) return Fail("cannot find liblookback-jvm.so next to liblookback.so"), kExitError;
+    if (agent.empty()) return Outcome::Error("cannot find liblookback-jvm.so next to liblookback.so");
     const AttachOutcome r = LoadAgent(*pid, agent, "detach", *timeout);
-    if (!r.error.empty()) return Fail(r.error), kExitError;
-    if (r.agent_result != 0) return Fail(AgentResultText(r.agent_result)), kExitError;
+    if (!r.error.empty()) return Outcome::Error(r.error);
+    if (r.agent_result != 0) return Outcome::Error(AgentResultText(r.agent_result));
     fprintf(stderr, "lookback: detached from JVM %d: its classes are back to their original code\n",
             static_cast<int>(*pid));
-    return kExitOk;
+    return Outcome::Ok();
   };
 }
 

@@ -28,19 +28,19 @@ struct DiffOptions : DumpSelection {
   std::vector<std::string> wait;
 };
 
-// Reads one side. Returns an exit code (kExitOk on success).
-int Load(const DiffOptions& o, const std::string& path, analyses::Report* out) {
+// Reads one side.
+Outcome Load(const DiffOptions& o, const std::string& path, analyses::Report* out) {
   OpenedDump od;
-  if (int rc = od.Open(path, o.symbols, o.thread, o.window, false, path + ": "); rc != kExitOk) return rc;
+  if (Outcome out = od.Open(path, o.symbols, o.thread, o.window, false, path + ": "); !out.ok()) return out;
   // Threads that only waited (and a JVM's housekeeping threads) are left
   // out, as in report: a regression is ranked among the work.
   analyses::ReportOptions ro;
   ro.all_threads = o.all_threads || !o.thread.empty();
   ro.wait_globs = o.wait;
-  std::string err = analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reading " + path), ro, out);
+  Status s = analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reading " + path), ro, out);
   od.Done();
-  if (!err.empty()) return Fail(path + ": " + err), kExitError;
-  return kExitOk;
+  if (!s.ok()) return Outcome::Error(path + ": " + s.message());
+  return Outcome::Ok();
 }
 
 using analyses::FunctionDiff;
@@ -138,16 +138,16 @@ std::string TableText(const DiffOptions& o, const analyses::Report& ra, const an
   return out;
 }
 
-int Run(const DiffOptions& o) {
+Outcome Run(const DiffOptions& o) {
   analyses::DiffSortKey key;
   if (!analyses::ParseDiffSortKey(o.sort, &key))
-    return Fail("unknown sort key '" + o.sort + "' (self, cpu, inclusive, avg or calls)"), kExitUsage;
+    return Outcome::Usage("unknown sort key '" + o.sort + "' (self, cpu, inclusive, avg or calls)");
   if (o.format != "table" && o.format != "json" && o.format != "csv")
-    return Fail("unknown format '" + o.format + "' (table, json or csv)"), kExitUsage;
-  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+    return Outcome::Usage("unknown format '" + o.format + "' (table, json or csv)");
+  if (Outcome out = CheckWindow(o.window); !out.ok()) return out;
   analyses::Report ra, rb;
-  if (int rc = Load(o, o.a, &ra); rc != kExitOk) return rc;
-  if (int rc = Load(o, o.b, &rb); rc != kExitOk) return rc;
+  if (Outcome out = Load(o, o.a, &ra); !out.ok()) return out;
+  if (Outcome out = Load(o, o.b, &rb); !out.ok()) return out;
   std::vector<FunctionDiff> rows = analyses::DiffReports(ra, rb, key);
   const size_t total = rows.size();
   const int top = o.top >= 0 ? o.top : (o.format == "table" ? kDefaultTableRows : -1);
@@ -156,7 +156,7 @@ int Run(const DiffOptions& o) {
                      : o.format == "csv" ? Csv(rows)
                                          : TableText(o, ra, rb, rows, total);
   fwrite(text.data(), 1, text.size(), stdout);
-  return kExitOk;
+  return Outcome::Ok();
 }
 
 }  // namespace

@@ -26,22 +26,22 @@ struct DumpOptions {
   bool timings = false;
 };
 
-int Run(const DumpOptions& o) {
-  if (o.pid <= 0) return Fail("PID must be a positive process id"), kExitUsage;
+Outcome Run(const DumpOptions& o) {
+  if (o.pid <= 0) return Outcome::Usage("PID must be a positive process id");
   if (!o.signal.empty()) {
     int sig = 0;
-    if (!rt::ParseSignal(o.signal, &sig) || sig == 0) return Fail("--signal '" + o.signal + "' is not a signal"), kExitUsage;
-    if (kill(o.pid, sig) != 0) return Fail("cannot signal process " + std::to_string(o.pid) + ": " + strerror(errno)), kExitError;
+    if (!rt::ParseSignal(o.signal, &sig) || sig == 0) return Outcome::Usage("--signal '" + o.signal + "' is not a signal");
+    if (kill(o.pid, sig) != 0) return Outcome::Error("cannot signal process " + std::to_string(o.pid) + ": " + strerror(errno));
     fprintf(stderr, "lookback: sent %s to %d; the dump appears in its dump directory\n", strsignal(sig), o.pid);
-    return kExitOk;
+    return Outcome::Ok();
   }
   for (char c : o.reason) {
-    if (c == '\n') return Fail("--reason must be one line"), kExitUsage;
+    if (c == '\n') return Outcome::Usage("--reason must be one line");
   }
   timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Fail(std::string("socket: ") + strerror(errno)), kExitError;
+  if (fd < 0) return Outcome::Error(std::string("socket: ") + strerror(errno));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   const std::string name = control::SocketName(static_cast<uint32_t>(o.pid));
@@ -49,16 +49,15 @@ int Run(const DumpOptions& o) {
   const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     close(fd);
-    return Fail("process " + std::to_string(o.pid) +
+    return Outcome::Error("process " + std::to_string(o.pid) +
                 " has no lookback control socket: it is not running, not traced (built with "
                 "-finstrument-functions and run under lookback record or linked with liblookback), "
-                "or has not reached its first traced function yet"),
-           kExitError;
+                "or has not reached its first traced function yet");
   }
   const std::string req = std::string(o.timings ? control::kTimedDump : control::kDump) + " " + o.reason + "\n";
   if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     close(fd);
-    return Fail(std::string("cannot send the request: ") + strerror(errno)), kExitError;
+    return Outcome::Error(std::string("cannot send the request: ") + strerror(errno));
   }
   std::string reply;
   char buf[512];
@@ -75,7 +74,7 @@ int Run(const DumpOptions& o) {
     const int n = poll(&p, 1, timeout_ms);
     if (n == 0) {
       close(fd);
-      return Fail("no answer from process " + std::to_string(o.pid) + " within " + std::to_string(o.timeout_s) + " s"), kExitError;
+      return Outcome::Error("no answer from process " + std::to_string(o.pid) + " within " + std::to_string(o.timeout_s) + " s");
     }
     const ssize_t r = n > 0 ? read(fd, buf, sizeof buf) : -1;
     if (r <= 0) break;
@@ -87,7 +86,7 @@ int Run(const DumpOptions& o) {
     printf("%s\n", reply.substr(3, nl - 3).c_str());
     if (o.timings) {
       const std::string rest = reply.substr(nl + 1);
-      if (rest.rfind(control::kTiming, 0) != 0) return Fail("process " + std::to_string(o.pid) + " sent no timings"), kExitError;
+      if (rest.rfind(control::kTiming, 0) != 0) return Outcome::Error("process " + std::to_string(o.pid) + " sent no timings");
       // What the process cannot see: time spent waiting in its socket's
       // backlog while it wrote an earlier dump.
       timespec t1;
@@ -97,13 +96,12 @@ int Run(const DumpOptions& o) {
       while (!line.empty() && line.back() == '\n') line.pop_back();
       fprintf(stderr, "timings: %s answered_ns=%lld\n", line.c_str(), waited);
     }
-    return kExitOk;
+    return Outcome::Ok();
   }
   if (o.timings && reply == control::kUnknownRequest)
-    return Fail("process " + std::to_string(o.pid) + " runs an older lookback that cannot report timings: drop --timings"),
-           kExitError;
-  if (reply.rfind(control::kErr, 0) == 0) return Fail("process " + std::to_string(o.pid) + ": " + reply.substr(4, reply.size() - 5)), kExitError;
-  return Fail("process " + std::to_string(o.pid) + " closed the connection without an answer"), kExitError;
+    return Outcome::Error("process " + std::to_string(o.pid) + " runs an older lookback that cannot report timings: drop --timings");
+  if (reply.rfind(control::kErr, 0) == 0) return Outcome::Error("process " + std::to_string(o.pid) + ": " + reply.substr(4, reply.size() - 5));
+  return Outcome::Error("process " + std::to_string(o.pid) + " closed the connection without an answer");
 }
 
 }  // namespace

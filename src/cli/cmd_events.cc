@@ -19,9 +19,9 @@ struct EventsOptions {
   bool no_names = false;
 };
 
-int Run(const EventsOptions& o) {
+Outcome Run(const EventsOptions& o) {
   auto r = format::Dump::Open(o.path);
-  if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
+  if (!r.ok()) return Outcome::Error(o.path + ": " + r.error().ToString());
   const format::Dump& d = r.value();
   const model::ClockModel clock(d.clock);
   symbolize::Symbolizer sym(d);
@@ -42,8 +42,8 @@ int Run(const EventsOptions& o) {
     });
   }
   fwrite(out.data(), 1, out.size(), stdout);
-  if (!o.thread.empty() && !matched) return Fail("no thread '" + o.thread + "' in " + o.path), kExitError;
-  return kExitOk;
+  if (!o.thread.empty() && !matched) return Outcome::Error("no thread '" + o.thread + "' in " + o.path);
+  return Outcome::Ok();
 }
 
 }  // namespace

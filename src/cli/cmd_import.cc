@@ -73,26 +73,25 @@ std::string OutputPath(const ImportOptions& o, const std::string& input, std::se
   return path;
 }
 
-std::string Write(const std::string& path, const std::string& bytes) {
+Status Write(const std::string& path, const std::string& bytes) {
   AtomicFile f;
-  std::string err = f.Create(path);
-  if (!err.empty()) return err;
+  if (Status s = f.Create(path); !s.ok()) return s;
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = write(f.fd(), bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fmt::format("cannot write '{}': {}", f.temp_path(), strerror(errno));
+    if (n <= 0) return Status::Error(fmt::format("cannot write '{}': {}", f.temp_path(), strerror(errno)));
     done += static_cast<size_t>(n);
   }
   return f.Commit();
 }
 
-int Run(const ImportOptions& o) {
+Outcome Run(const ImportOptions& o) {
   std::error_code ec;
   fs::create_directories(o.out, ec);
-  if (ec) return Fail("cannot create '" + o.out + "': " + ec.message()), kExitError;
+  if (ec) return Outcome::Error("cannot create '" + o.out + "': " + ec.message());
   std::set<std::string> taken;
-  int rc = kExitOk;
+  Outcome outcome = Outcome::Ok();  // kError once an input failed; the others go on
   for (const std::string& input : o.inputs) {
     auto trace = Read(input);
     if (!trace.ok()) {
@@ -100,8 +99,8 @@ int Run(const ImportOptions& o) {
       std::string message = trace.error().ToString();
       const std::string own = fs::path(input).filename().string() + ": ";
       if (message.rfind(own, 0) == 0) message.erase(0, own.size());
-      Fail(input + ": " + message);
-      rc = kExitError;
+      Warn(input + ": " + message);
+      outcome = Outcome::Error();
       continue;
     }
     for (const auto& w : trace.value().warnings)
@@ -114,9 +113,9 @@ int Run(const ImportOptions& o) {
     else if (const size_t dot = source.rfind('.'); dot != std::string::npos && dot > 0) d.process_name = source.substr(0, dot);
     if (!o.host.empty()) d.metadata[format::metadata::kHost] = o.host;
     const std::string out = OutputPath(o, input, &taken);
-    if (std::string err = Write(out, format::EncodeDump(d)); !err.empty()) {
-      Fail(input + ": " + err);
-      rc = kExitError;
+    if (Status s = Write(out, format::EncodeDump(d)); !s.ok()) {
+      Warn(input + ": " + s.message());
+      outcome = Outcome::Error();
       continue;
     }
     if (!o.quiet) {
@@ -127,7 +126,7 @@ int Run(const ImportOptions& o) {
               fmt::format("{}", events).c_str());
     }
   }
-  return rc;
+  return outcome;
 }
 
 }  // namespace

@@ -163,9 +163,9 @@ void PrintBudget(const format::Dump& d, symbolize::Symbolizer& sym) {
   if (b.shed.size() > kShown) fmt::print("                ... {} more (lookback sql: SELECT * FROM shed)\n", b.shed.size() - kShown);
 }
 
-int Run(const InfoOptions& o) {
+Outcome Run(const InfoOptions& o) {
   auto r = format::Dump::Open(o.path);
-  if (!r.ok()) return Fail(o.path + ": " + r.error().ToString()), kExitError;
+  if (!r.ok()) return Outcome::Error(o.path + ": " + r.error().ToString());
   const format::Dump& d = r.value();
   const model::ClockModel clock(d.clock);
   symbolize::Symbolizer sym(d);
@@ -294,7 +294,7 @@ int Run(const InfoOptions& o) {
       fmt::print("    {}{}{}{}\n", std::string(2 * (i - from), ' '), s.name, where, running);
     }
   }
-  return kExitOk;
+  return Outcome::Ok();
 }
 
 }  // namespace

@@ -107,17 +107,17 @@ std::string Json(const analyses::SignatureMatcher& m, const format::Dump& d, con
   return out;
 }
 
-int Run(const MatchOptions& o) {
-  if (o.format != "table" && o.format != "json") return Fail("unknown --format '" + o.format + "' (table or json)"), kExitUsage;
-  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+Outcome Run(const MatchOptions& o) {
+  if (o.format != "table" && o.format != "json") return Outcome::Usage("unknown --format '" + o.format + "' (table or json)");
+  if (Outcome out = CheckWindow(o.window); !out.ok()) return out;
   analyses::SignatureFile file = analyses::LoadSignatures(o.signatures);
-  if (!file.error.empty()) return Fail(file.error), kExitUsage;
+  if (!file.error.empty()) return Outcome::Usage(file.error);
   OpenedDump od;
-  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window, o.quiet); rc != kExitOk) return rc;
+  if (Outcome out = od.Open(o.path, o.symbols, o.thread, o.window, o.quiet); !out.ok()) return out;
   analyses::SignatureMatcher matcher(std::move(file.signatures));
   model::WalkResult res = model::Walk(od.dump(), od.symbols(), od.Walking("matching"), matcher);
   od.Done();
-  if (!res.error.empty()) return Fail(res.error), kExitError;
+  if (!res.status.ok()) return Outcome::Of(res.status);
   const std::string text = o.format == "json" ? Json(matcher, od.dump(), o.path) : Table(matcher);
   fwrite(text.data(), 1, text.size(), stdout);
   if (!o.quiet && o.format == "table") {
@@ -126,7 +126,7 @@ int Run(const MatchOptions& o) {
     if (lost) fprintf(stderr, "lookback: %s records were overwritten before the dump: older matches are gone\n",
                       fmt::format("{}", lost).c_str());
   }
-  return kExitOk;
+  return Outcome::Ok();
 }
 
 }  // namespace

@@ -101,19 +101,19 @@ void Forward(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
-int Run(const RecordOptions& o) {
-  if (int rc = CheckRecorderFlags(o); rc != kExitOk) return rc;
-  if (o.command.empty()) return Fail("record needs a program to run: lookback record [options] -- PROGRAM [ARGS...]"), kExitUsage;
+Outcome Run(const RecordOptions& o) {
+  if (Outcome out = CheckRecorderFlags(o); !out.ok()) return out;
+  if (o.command.empty()) return Outcome::Usage("record needs a program to run: lookback record [options] -- PROGRAM [ARGS...]");
   const std::string runtime = FindRuntime();
   if (runtime.empty())
-    return Fail("cannot find liblookback.so next to this lookback or in ../lib (set LOOKBACK_LIBRARY)"), kExitError;
+    return Outcome::Error("cannot find liblookback.so next to this lookback or in ../lib (set LOOKBACK_LIBRARY)");
 
   const std::string dir = Absolute(o.dir);
   const std::set<std::string> before = ListDumps(dir);
   std::string preload = runtime;
   if (o.sample_alloc) {  // liblookback-alloc.so lives beside liblookback.so
     const std::string alloc = runtime.substr(0, runtime.rfind('/') + 1) + "liblookback-alloc.so";
-    if (access(alloc.c_str(), R_OK) != 0) return Fail("--sample-alloc: cannot find " + alloc), kExitError;
+    if (access(alloc.c_str(), R_OK) != 0) return Outcome::Error("--sample-alloc: cannot find " + alloc);
     preload = alloc + ":" + preload;
   }
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
@@ -127,7 +127,7 @@ int Run(const RecordOptions& o) {
   const std::string agent = runtime.substr(0, runtime.rfind('/') + 1) + "liblookback-jvm.so";
   const bool have_agent = access(agent.c_str(), R_OK) == 0;
   const bool java_command = IsJavaLauncher(command[0]);
-  if (java_command && !have_agent) return Fail("the program is a JVM, but " + agent + " is missing"), kExitError;
+  if (java_command && !have_agent) return Outcome::Error("the program is a JVM, but " + agent + " is missing");
   std::string events_path;
   if (have_agent) {
     const std::vector<std::string> jvm_flags = JvmFlags(o, agent, command);
@@ -154,7 +154,7 @@ int Run(const RecordOptions& o) {
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   g_child = fork();
-  if (g_child < 0) return Fail(std::string("fork: ") + strerror(errno)), kExitError;
+  if (g_child < 0) return Outcome::Error(std::string("fork: ") + strerror(errno));
   if (g_child == 0) {
     execvp(argv[0], argv.data());
     fprintf(stderr, "lookback: cannot run '%s': %s\n", argv[0], strerror(errno));
@@ -202,9 +202,9 @@ int Run(const RecordOptions& o) {
               "lookback: no dump was written. Was the program built with -finstrument-functions "
               "(or -finstrument-functions-after-inlining with clang)? A JVM started by it would have been traced.\n");
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kExitError;
+  if (WIFEXITED(status)) return Outcome::Program(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return Outcome::Program(128 + WTERMSIG(status));
+  return Outcome::Error();
 }
 
 }  // namespace

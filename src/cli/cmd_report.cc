@@ -246,7 +246,7 @@ Lead LeadThread(const ReportOptions& o, OpenedDump& od, analyses::SortKey key) {
   ro.all_threads = true;
   ro.wait_globs = o.wait;
   analyses::Report r;
-  if (!analyses::ReportDump(d, od.symbols(), walk, ro, &r).empty() || r.functions.empty()) return {};
+  if (!analyses::ReportDump(d, od.symbols(), walk, ro, &r).ok() || r.functions.empty()) return {};
   analyses::SortFunctions(&r.functions, key == analyses::SortKey::kWait ? analyses::SortKey::kSelf : key);
   const size_t n = std::min<size_t>(r.functions.size(), 5);
   Lead lead;
@@ -285,24 +285,24 @@ Lead LeadThread(const ReportOptions& o, OpenedDump& od, analyses::SortKey key) {
   return lead;
 }
 
-int Run(const ReportOptions& o) {
+Outcome Run(const ReportOptions& o) {
   analyses::SortKey key = analyses::SortKey::kSelf;
   if (o.sort != "auto" && !analyses::ParseSortKey(o.sort, &key))
-    return Fail("unknown sort key '" + o.sort + "' (self, cpu, wait, inclusive, calls, max, avg or name)"), kExitUsage;
+    return Outcome::Usage("unknown sort key '" + o.sort + "' (self, cpu, wait, inclusive, calls, max, avg or name)");
   if (o.format != "table" && o.format != "json" && o.format != "csv")
-    return Fail("unknown format '" + o.format + "' (table, json or csv)"), kExitUsage;
-  if (int rc = CheckWindow(o.window); rc != kExitOk) return rc;
+    return Outcome::Usage("unknown format '" + o.format + "' (table, json or csv)");
+  if (Outcome out = CheckWindow(o.window); !out.ok()) return out;
   OpenedDump od;
-  if (int rc = od.Open(o.path, o.symbols, o.thread, o.window); rc != kExitOk) return rc;
+  if (Outcome out = od.Open(o.path, o.symbols, o.thread, o.window); !out.ok()) return out;
   analyses::Report report;
   const std::string shed_json = ShedJson(od.dump(), od.symbols()), shed_footer = ShedFooter(od.dump(), od.symbols());
   analyses::ReportOptions ro;
   ro.per_thread = o.per_thread;
   ro.all_threads = o.all_threads || !o.thread.empty();  // a thread asked for by name is never set aside
   ro.wait_globs = o.wait;
-  std::string err = analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reporting"), ro, &report);
+  Status s = analyses::ReportDump(od.dump(), od.symbols(), od.Walking("reporting"), ro, &report);
   od.Done();
-  if (!err.empty()) return Fail(err), kExitError;
+  if (!s.ok()) return Outcome::Of(s);
   // By default: by time on CPU where every ranked thread's is known, else by self time.
   if (o.sort == "auto") key = report.cpu_known ? analyses::SortKey::kCpu : analyses::SortKey::kSelf;
   const Lead lead = LeadThread(o, od, key);
@@ -315,7 +315,7 @@ int Run(const ReportOptions& o) {
                      : o.format == "csv" ? Csv(o, report, rows)
                                          : TableText(o, report, rows, key, shed_footer, lead.text);
   fwrite(text.data(), 1, text.size(), stdout);
-  return kExitOk;
+  return Outcome::Ok();
 }
 
 }  // namespace

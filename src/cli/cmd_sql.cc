@@ -1,9 +1,8 @@
 // lookback sql DUMP_OR_DIR... -o fleet.db: dumps as one SQLite database in
 // the fleet schema (docs/analyses.md "lookback sql", docs/fleet.md).
-#include <set>
 #include <string>
 
-#include "analyses/sql.h"
+#include "analyses/fleet_sqlite.h"
 #include "cli/commands.h"
 #include "cli/fleet_input.h"
 
@@ -16,33 +15,14 @@ struct SqlOptions {
   bool index = false;
 };
 
-// Every dump into one transaction; a dump that fails half way cannot leave
-// rows behind because the walk fails before its first row (a dump is
-// checked whole when it is opened). A dump given twice (the same file under
-// two names, a directory and a file in it) goes in once, as in a dataset.
-class SqliteTarget : public FleetTarget {
- public:
-  explicit SqliteTarget(analyses::SqliteTables& db) : db_(db) {}
-  Start BeginDump(const analyses::fleet::DumpIdentity& id, std::string*) override {
-    return seen_.insert(id.dump_id).second ? Start::kExport : Start::kAlreadyThere;
-  }
-  std::string EndDump(bool) override { return ""; }
-  std::string Row(analyses::fleet::Table t, std::span<const analyses::fleet::Value> v) override { return db_.Row(t, v); }
-
- private:
-  analyses::SqliteTables& db_;
-  std::set<int64_t> seen_;
-};
-
-int Run(const SqlOptions& o) {
+Outcome Run(const SqlOptions& o) {
   auto db = analyses::SqliteTables::Create(o.out);
-  if (!db.ok()) return Fail(db.error().message), kExitError;
-  SqliteTarget target(*db.value());
-  const int rc = ExportFleet(o.in, target, "exporting to SQLite");
-  if (rc != kExitOk && rc != kExitPartial) return rc;  // the temporary database goes with `db`
-  if (std::string err = db.value()->Finish(o.index); !err.empty()) return Fail(err), kExitError;
+  if (!db.ok()) return Outcome::Error(db.error().message);
+  Outcome exported = ExportFleet(o.in, *db.value(), "exporting to SQLite");
+  if (!exported.ok() && exported.kind() != Outcome::Kind::kPartial) return exported;  // the temporary goes with `db`
+  if (Status s = db.value()->Finish(o.index); !s.ok()) return Outcome::Of(s);
   if (!o.in.quiet) fprintf(stderr, "lookback: wrote %s\n", o.out.c_str());
-  return rc;
+  return exported;
 }
 
 }  // namespace

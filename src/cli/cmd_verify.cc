@@ -11,11 +11,11 @@
 namespace lookback::cli {
 namespace {
 
-int Run(const std::string& path) {
+Outcome Run(const std::string& path) {
   auto r = format::Dump::Open(path, /*salvage=*/true);
   if (!r.ok()) {
     fmt::print("{}: BROKEN: {}\n", path, r.error().ToString());
-    return kExitError;
+    return Outcome::Error();
   }
   const format::Dump& d = r.value();
   int problems = 0;
@@ -39,10 +39,10 @@ int Run(const std::string& path) {
   }
   if (problems == 0) {
     fmt::print("{}: OK: format version {}, {} thread(s)\n", path, d.version, d.threads.size());
-    return kExitOk;
+    return Outcome::Ok();
   }
   fmt::print("{}: {} problem(s)\n", path, problems);
-  return kExitError;
+  return Outcome::Error();
 }
 
 }  // namespace

@@ -26,13 +26,13 @@ std::vector<std::string> Expand(const std::vector<std::string>& args, int* missi
       for (auto it = fs::recursive_directory_iterator(a, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (it->is_regular_file(ec) && it->path().extension() == ".lbk") found.push_back(it->path().string());
       }
-      if (ec) Fail(a + ": " + ec.message());
+      if (ec) Warn(a + ": " + ec.message());
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
     } else if (fs::exists(a, ec)) {
       out.push_back(a);
     } else {
-      Fail(a + ": no such file or directory; skipped");
+      Warn(a + ": no such file or directory; skipped");
       ++*missing;
     }
   }
@@ -78,12 +78,12 @@ void AddFleetOptions(CLI::App* sub, FleetInput* in) {
   sub->add_flag("-q,--quiet", in->quiet, "Print only errors");
 }
 
-int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
-  if (int rc = CheckWindow(in.window); rc != kExitOk) return rc;
+Outcome ExportFleet(const FleetInput& in, analyses::fleet::DatasetSink& target, const char* verb) {
+  if (Outcome out = CheckWindow(in.window); !out.ok()) return out;
   analyses::SignatureFile sigs;
   if (!in.signatures.empty()) {
     sigs = analyses::LoadSignatures(in.signatures);
-    if (!sigs.error.empty()) return Fail(sigs.error), kExitUsage;
+    if (!sigs.error.empty()) return Outcome::Usage(sigs.error);
   }
   int skipped = 0;
   const std::vector<std::string> dumps = Expand(in.paths, &skipped);
@@ -95,21 +95,21 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
     const std::string& path = dumps[i];
     progress.StartDump(FileSize(path));
     OpenedDump od;
-    if (int rc = od.Open(path, in.symbols, in.thread, in.window, in.quiet, path + ": "); rc != kExitOk) {
-      if (rc == kExitUsage) return rc;  // a bad --window: the same for every dump
-      Fail(path + ": skipped");  // Open said why
+    if (Outcome opened = od.Open(path, in.symbols, in.thread, in.window, in.quiet, path + ": "); !opened.ok()) {
+      if (opened.kind() == Outcome::Kind::kUsage) return opened;  // a bad --window: the same for every dump
+      Warn(opened.message());
+      Warn(path + ": skipped");
       ++skipped;
       continue;
     }
     const analyses::fleet::DumpIdentity id = analyses::fleet::IdentityOf(od.dump());
-    std::string err;
-    const FleetTarget::Start start = target.BeginDump(id, &err);
-    if (!err.empty()) {
-      Fail(path + ": " + err + "; skipped");
+    const Result<analyses::fleet::DatasetSink::Start> start = target.BeginDump(id);
+    if (!start.ok()) {
+      Warn(path + ": " + start.error().message + "; skipped");
       ++skipped;
       continue;
     }
-    if (start == FleetTarget::Start::kAlreadyThere) {
+    if (start.value() == analyses::fleet::DatasetSink::Start::kAlreadyThere) {
       if (!in.quiet) fprintf(stderr, "lookback: %s: already exported (dump_id %016llx); skipped\n", path.c_str(),
                              static_cast<unsigned long long>(id.dump_id));
       ++already;
@@ -126,12 +126,12 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
     fo.window_end_ns = wo.window_end_ns;
     analyses::fleet::FleetRows rows(target, fo);
     model::WalkResult res = model::Walk(od.dump(), od.symbols(), wo, rows);
-    const std::string end = target.EndDump(res.error.empty());
+    const Status end = target.EndDump(res.status.ok());
     progress.Clear();
-    if (!res.error.empty() || !end.empty()) {
-      Fail(path + ": " + (res.error.empty() ? end : res.error) + "; skipped");
+    if (!res.status.ok() || !end.ok()) {
+      Warn(path + ": " + (res.status.ok() ? end : res.status).message() + "; skipped");
       ++skipped;
-      if (!end.empty()) return kExitError;  // the output itself failed: stop
+      if (!end.ok()) return Outcome::Error();  // the output itself failed: stop
       continue;
     }
     ++exported;
@@ -143,15 +143,9 @@ int ExportFleet(const FleetInput& in, FleetTarget& target, const char* verb) {
               s.matches ? fmt::format(", {} signature(s) matched", s.matches).c_str() : "");
     }
   }
-  if (exported == 0 && already == 0) {
-    Fail(dumps.empty() ? "no dump found" : "no dump could be exported");
-    return kExitError;
-  }
-  if (skipped > 0) {
-    Fail(fmt::format("{} dump(s) skipped, {} exported", skipped, exported));
-    return kExitPartial;
-  }
-  return kExitOk;
+  if (exported == 0 && already == 0) return Outcome::Error(dumps.empty() ? "no dump found" : "no dump could be exported");
+  if (skipped > 0) return Outcome::Partial(fmt::format("{} dump(s) skipped, {} exported", skipped, exported));
+  return Outcome::Ok();
 }
 
 }  // namespace lookback::cli

@@ -9,7 +9,18 @@
 
 namespace lookback::cli {
 
-void Fail(const std::string& message) { fprintf(stderr, "lookback: %s\n", message.c_str()); }
+void Warn(const std::string& message) { fprintf(stderr, "lookback: %s\n", message.c_str()); }
+
+int ExitCode(const Outcome& outcome) {
+  switch (outcome.kind()) {
+    case Outcome::Kind::kOk: return 0;
+    case Outcome::Kind::kError: return 1;
+    case Outcome::Kind::kUsage: return 2;
+    case Outcome::Kind::kPartial: return 3;
+    case Outcome::Kind::kProgram: return outcome.program_status();
+  }
+  return 1;
+}
 
 namespace {
 struct Command {
@@ -66,12 +77,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+    return ExitCode(app.exit(e) == 0 ? Outcome::Ok() : Outcome::Usage());
   }
   if (!runner) {  // bare `lookback`: what it can do, as uftrace prints its usage
     fprintf(stderr, "%s", app.help().c_str());
-    return kExitUsage;
+    return ExitCode(Outcome::Usage());
   }
-  return runner();
+  const Outcome outcome = runner();
+  if (!outcome.message().empty()) Warn(outcome.message());
+  return ExitCode(outcome);
 }

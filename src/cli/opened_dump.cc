@@ -5,15 +5,12 @@
 
 namespace lookback::cli {
 
-int CheckWindow(const std::string& window) {
-  if (window.empty()) return kExitOk;
+Outcome CheckWindow(const std::string& window) {
+  if (window.empty()) return Outcome::Ok();
   bool relative = false;
   std::optional<int64_t> start, end;
-  if (std::string err = model::ParseWindow(window, &relative, &start, &end); !err.empty()) {
-    Fail(err);
-    return kExitUsage;
-  }
-  return kExitOk;
+  if (Status s = model::ParseWindow(window, &relative, &start, &end); !s.ok()) return Outcome::Usage(s.message());
+  return Outcome::Ok();
 }
 
 void AddDumpSelectionFlags(CLI::App* sub, DumpSelection* s, bool both_dumps) {
@@ -29,24 +26,19 @@ void AddDumpSelectionFlags(CLI::App* sub, DumpSelection* s, bool both_dumps) {
   sub->add_option("--symbols", s->symbols, "Extra directories to look for the traced binaries in (by name or build id)");
 }
 
-int OpenedDump::Open(const std::string& path, const std::vector<std::string>& symbol_dirs, const std::string& thread,
-                     const std::string& window, bool quiet, const std::string& say_prefix) {
+Outcome OpenedDump::Open(const std::string& path, const std::vector<std::string>& symbol_dirs,
+                         const std::string& thread, const std::string& window, bool quiet,
+                         const std::string& say_prefix) {
   auto opened = format::Dump::Open(path);
-  if (!opened.ok()) {
-    Fail(path + ": " + opened.error().ToString());
-    return kExitError;
-  }
+  if (!opened.ok()) return Outcome::Error(path + ": " + opened.error().ToString());
   dump_.emplace(std::move(opened.value()));
   symbols_ = std::make_unique<symbolize::Symbolizer>(*dump_, symbol_dirs);
   if (!quiet) {
-    for (const auto& p : symbols_->problems()) Fail(say_prefix + "symbols: " + p);
+    for (const auto& p : symbols_->problems()) Warn(say_prefix + "symbols: " + p);
   }
   walk_.thread = thread;
-  if (std::string err = model::ResolveWindow(*dump_, window, &walk_); !err.empty()) {
-    Fail(say_prefix + err);
-    return kExitUsage;
-  }
-  return kExitOk;
+  if (Status s = model::ResolveWindow(*dump_, window, &walk_); !s.ok()) return Outcome::Usage(say_prefix + s.message());
+  return Outcome::Ok();
 }
 
 const model::WalkOptions& OpenedDump::Walking(std::string what) {

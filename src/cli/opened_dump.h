@@ -17,9 +17,8 @@
 
 namespace lookback::cli {
 
-// kExitOk, or kExitUsage after saying why: a bad window is a usage error,
-// found before any dump is read.
-int CheckWindow(const std::string& window);
+// A bad window is a usage error, found before any dump is read.
+Outcome CheckWindow(const std::string& window);
 
 // The flags every command that walks dumps takes, with one help text:
 // --thread, --window and --symbols. `both_dumps`: diff's wording (the
@@ -38,10 +37,10 @@ class OpenedDump {
 
   // Opens `path` with extra --symbols directories, for --thread and --window.
   // `quiet`: do not list symbol problems; `say_prefix` goes before each
-  // message ("a.lbk: " when there are two dumps). kExitOk, or the exit code
-  // after saying why.
-  int Open(const std::string& path, const std::vector<std::string>& symbol_dirs, const std::string& thread,
-           const std::string& window, bool quiet = false, const std::string& say_prefix = "");
+  // message ("a.lbk: " when there are two dumps). An unreadable dump is
+  // kError, a bad window kUsage.
+  Outcome Open(const std::string& path, const std::vector<std::string>& symbol_dirs, const std::string& thread,
+               const std::string& window, bool quiet = false, const std::string& say_prefix = "");
 
   const format::Dump& dump() const { return *dump_; }
   symbolize::Symbolizer& symbols() { return *symbols_; }  // it caches lookups

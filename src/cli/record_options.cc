@@ -48,21 +48,21 @@ std::string Absolute(const std::string& p) {
   return getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + p : p;
 }
 
-int CheckRecorderFlags(const RecordOptions& o) {
+Outcome CheckRecorderFlags(const RecordOptions& o) {
   // Check every value here so a typo fails now, not silently in the child.
   uint64_t size = 0;
   int sig = 0;
   if (!o.buffer_size.empty() && !rt::ParseSize(o.buffer_size, &size))
-    return Fail("--buffer-size '" + o.buffer_size + "' is not a size (examples: 65536, 512K, 8M)"), kExitUsage;
+    return Outcome::Usage("--buffer-size '" + o.buffer_size + "' is not a size (examples: 65536, 512K, 8M)");
   if (!o.max_memory.empty() && !rt::ParseSize(o.max_memory, &size))
-    return Fail("--max-memory '" + o.max_memory + "' is not a size (examples: 512M, 2G)"), kExitUsage;
+    return Outcome::Usage("--max-memory '" + o.max_memory + "' is not a size (examples: 512M, 2G)");
   if (!o.dump_memory.empty() && !rt::ParseSize(o.dump_memory, &size))
-    return Fail("--dump-memory '" + o.dump_memory + "' is not a size (examples: 64M, 1G, 0)"), kExitUsage;
+    return Outcome::Usage("--dump-memory '" + o.dump_memory + "' is not a size (examples: 64M, 1G, 0)");
   if (!o.dump_signal.empty() && !rt::ParseSignal(o.dump_signal, &sig))
-    return Fail("--dump-signal '" + o.dump_signal + "' is not a signal (examples: USR1, SIGUSR2, 0)"), kExitUsage;
+    return Outcome::Usage("--dump-signal '" + o.dump_signal + "' is not a signal (examples: USR1, SIGUSR2, 0)");
   for (const auto& [flag, value] : {std::pair{"--max-threads", o.max_threads}, {"--keep-exited", o.keep_exited}}) {
     if (!value.empty() && value.find_first_not_of("0123456789") != std::string::npos)
-      return Fail(std::string(flag) + " '" + value + "' is not a whole number"), kExitUsage;
+      return Outcome::Usage(std::string(flag) + " '" + value + "' is not a whole number");
   }
   {
     std::map<std::string, std::string> env = o.triggers;
@@ -84,10 +84,10 @@ int CheckRecorderFlags(const RecordOptions& o) {
           msg = flag + ": " + msg;
         }
       }
-      return Fail(msg), kExitUsage;
+      return Outcome::Usage(msg);
     }
   }
-  return kExitOk;
+  return Outcome::Ok();
 }
 
 std::vector<std::pair<std::string, std::string>> RecorderSettings(const RecordOptions& o, const std::string& dir) {

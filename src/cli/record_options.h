@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "cli/commands.h"
+
 namespace lookback::cli {
 
 struct RecordOptions {
@@ -31,8 +33,8 @@ struct RecordOptions {
 
 // Declares the flags on `sub` (record's and attach's).
 void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o);
-// kExitOk, or kExitUsage after saying which flag is wrong.
-int CheckRecorderFlags(const RecordOptions& o);
+// kUsage naming the flag that is wrong.
+Outcome CheckRecorderFlags(const RecordOptions& o);
 // The LOOKBACK_* settings the flags give, with the dump directory `dir`.
 std::vector<std::pair<std::string, std::string>> RecorderSettings(const RecordOptions& o, const std::string& dir);
 

@@ -18,15 +18,15 @@ std::string AtomicFile::TempPathFor(const std::string& target) {
 
 AtomicFile::~AtomicFile() { Abandon(); }
 
-std::string AtomicFile::Create(const std::string& target, mode_t mode) {
+Status AtomicFile::Create(const std::string& target, mode_t mode) {
   Abandon();
   target_ = target;
   temp_ = TempPathFor(target);
   unlink(temp_.c_str());  // a leftover of a crashed process of this pid
   fd_ = open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd_ < 0) return "cannot create '" + temp_ + "': " + strerror(errno);
+  if (fd_ < 0) return Status::Error("cannot create '" + temp_ + "': " + strerror(errno));
   owned_ = true;
-  return "";
+  return Status::Ok();
 }
 
 int AtomicFile::ReleaseFd() {
@@ -35,8 +35,8 @@ int AtomicFile::ReleaseFd() {
   return fd;
 }
 
-std::string AtomicFile::Commit() {
-  if (!owned_) return "no file to commit for '" + target_ + "'";
+Status AtomicFile::Commit() {
+  if (!owned_) return Status::Error("no file to commit for '" + target_ + "'");
   int error = 0;
   if (fd_ >= 0 && close(fd_) != 0) error = errno;
   fd_ = -1;
@@ -44,10 +44,10 @@ std::string AtomicFile::Commit() {
   if (error != 0) {
     unlink(temp_.c_str());
     owned_ = false;
-    return "cannot write '" + target_ + "': " + strerror(error);
+    return Status::Error("cannot write '" + target_ + "': " + strerror(error));
   }
   owned_ = false;
-  return "";
+  return Status::Ok();
 }
 
 void AtomicFile::Abandon() {

@@ -19,6 +19,8 @@
 
 #include <string>
 
+#include "common/status.h"
+
 namespace lookback {
 
 class AtomicFile {
@@ -28,9 +30,9 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  // Creates the temporary for `target`; returns "" or an error naming it.
+  // Creates the temporary for `target`; an error names it.
   // fd() is then open for writing.
-  std::string Create(const std::string& target, mode_t mode = 0644);
+  Status Create(const std::string& target, mode_t mode = 0644);
   int fd() const { return fd_; }
   // Gives up the fd (the caller closes it, e.g. through fdopen's FILE).
   int ReleaseFd();
@@ -38,9 +40,9 @@ class AtomicFile {
   const std::string& temp_path() const { return temp_; }
 
   // Closes the fd if still held and renames the temporary into place.
-  // Returns "" or an error naming the target; on an error the temporary is
+  // An error names the target; on an error the temporary is
   // removed.
-  std::string Commit();
+  Status Commit();
   // Removes the temporary (nothing happens once committed).
   void Abandon();
 

@@ -191,16 +191,15 @@ class ArtSink : public model::TraceSink {
     if (records_ != nullptr) fclose(records_);
   }
 
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
     PlanThreadIds();
-    std::string err = file_.Open(o_.out);
-    if (!err.empty()) return err;
+    if (Status s = file_.Open(o_.out); !s.ok()) return s;
     // The key must precede the records and lists every method, known only at
     // the end: the records wait in an anonymous temporary file.
     records_ = tmpfile();
-    if (records_ == nullptr) return fmt::format("cannot create a temporary file for '{}': {}", o_.out, strerror(errno));
-    return "";
+    if (records_ == nullptr) return Status::Error(fmt::format("cannot create a temporary file for '{}': {}", o_.out, strerror(errno)));
+    return Status::Ok();
   }
 
   void BeginThread(const format::ThreadInfo& t) override {
@@ -223,10 +222,10 @@ class ArtSink : public model::TraceSink {
 
   void EndThread(const model::ThreadSummary&) override {}
 
-  std::string End() override {
-    if (records_ == nullptr) return fmt::format("'{}': nothing to write (the export did not begin)", o_.out);
+  Status End() override {
+    if (records_ == nullptr) return Status::Error(fmt::format("'{}': nothing to write (the export did not begin)", o_.out));
     FlushRecords();
-    if (records_error_ != 0) return fmt::format("cannot write the records of '{}': {}", o_.out, strerror(records_error_));
+    if (records_error_ != 0) return Status::Error(fmt::format("cannot write the records of '{}': {}", o_.out, strerror(records_error_)));
 
     const format::ProcessInfo& p = ctx_->dump->process;
     std::string key = fmt::format(
@@ -258,7 +257,7 @@ class ArtSink : public model::TraceSink {
     std::vector<char> chunk(1 << 16);
     size_t n = 0;
     while ((n = fread(chunk.data(), 1, chunk.size(), records_)) > 0) file_.Write(chunk.data(), n);
-    if (ferror(records_)) return fmt::format("cannot read back the records of '{}': {}", o_.out, strerror(errno));
+    if (ferror(records_)) return Status::Error(fmt::format("cannot read back the records of '{}': {}", o_.out, strerror(errno)));
     return file_.Commit();
   }
 

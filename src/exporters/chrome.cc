@@ -16,11 +16,10 @@ class ChromeSink : public model::TraceSink {
  public:
   explicit ChromeSink(ExportOptions o) : o_(std::move(o)) {}
 
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
     pid_ = ctx.dump->process.pid;
-    std::string err = file_.Open(o_.out);
-    if (!err.empty()) return err;
+    if (Status s = file_.Open(o_.out); !s.ok()) return s;
     buf_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
     buf_ += fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":", pid_, pid_);
     AppendJsonString(&buf_, ctx.dump->process.name);
@@ -28,7 +27,7 @@ class ChromeSink : public model::TraceSink {
     buf_ += fmt::format(",\n{{\"ph\":\"i\",\"s\":\"g\",\"pid\":{},\"tid\":{},\"ts\":{},\"name\":", pid_, pid_, Us(ctx.dump_ns));
     AppendJsonString(&buf_, "lookback dump: " + ctx.dump->process.reason);
     buf_ += "}";
-    return "";
+    return Status::Ok();
   }
   void BeginThread(const format::ThreadInfo& t) override {
     tid_ = t.tid;
@@ -61,7 +60,7 @@ class ChromeSink : public model::TraceSink {
     Flush(false);
   }
   void EndThread(const model::ThreadSummary&) override {}
-  std::string End() override {
+  Status End() override {
     buf_ += "\n]}\n";
     Flush(true);
     return file_.Commit();

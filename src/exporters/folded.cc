@@ -25,7 +25,7 @@ class FoldedSink : public model::TraceSink {
  public:
   explicit FoldedSink(ExportOptions o) : o_(std::move(o)) {}
 
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
     return file_.Open(o_.out);
   }
@@ -59,7 +59,7 @@ class FoldedSink : public model::TraceSink {
     }
     file_.Write(out);
   }
-  std::string End() override { return file_.Commit(); }
+  Status End() override { return file_.Commit(); }
 
  private:
   static std::string Clean(std::string s) {  // ';' separates frames, the last ' ' the weight

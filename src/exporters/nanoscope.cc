@@ -20,6 +20,7 @@
 #include <iterator>
 #include <memory>
 
+#include "common/directories.h"
 #include "exporters/exporters.h"
 #include "exporters/output.h"
 #include "model/samples.h"
@@ -31,17 +32,16 @@ class NanoscopeSink : public model::TraceSink {
  public:
   explicit NanoscopeSink(ExportOptions o) : o_(std::move(o)) {}
 
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
-    return MakeDirectory(o_.out);
+    return MakeDirectories(o_.out);
   }
   void BeginThread(const format::ThreadInfo& t) override {
     std::string name = t.name;
     for (auto& c : name) c = (c == '/' || c == ' ' || c == ':') ? '_' : c;
     const std::string path = fmt::format("{}/{}-{}.txt", o_.out, t.tid, name.empty() ? "thread" : name);
     file_ = std::make_unique<OutputFile>();
-    std::string err = file_->Open(path);
-    if (!err.empty() && error_.empty()) error_ = err;
+    Keep(file_->Open(path));
     if (const format::ThreadSamples* samples = ctx_->dump->SamplesOf(t)) WriteSamples(path, *samples);
     last_ = 0;
     buf_.clear();
@@ -60,12 +60,11 @@ class NanoscopeSink : public model::TraceSink {
   void EndThread(const model::ThreadSummary&) override {
     Flush(true);
     if (file_ && file_->is_open()) {
-      std::string err = file_->Commit();
-      if (!err.empty() && error_.empty()) error_ = err;
+      Keep(file_->Commit());
     }
     file_.reset();
   }
-  std::string End() override { return error_; }
+  Status End() override { return error_; }
 
  private:
   void WriteSamples(const std::string& path, const format::ThreadSamples& s) {
@@ -87,12 +86,15 @@ class NanoscopeSink : public model::TraceSink {
   }
   void Commit(const std::string& path, const std::string& text) {
     OutputFile f;
-    std::string err = f.Open(path);
-    if (err.empty()) {
+    Status s = f.Open(path);
+    if (s.ok()) {
       f.Write(text);
-      err = f.Commit();
+      s = f.Commit();
     }
-    if (!err.empty() && error_.empty()) error_ = err;
+    Keep(std::move(s));
+  }
+  void Keep(Status s) {  // the first error is the one End reports
+    if (!s.ok() && error_.ok()) error_ = std::move(s);
   }
   void Line(int64_t ts) {
     last_ = std::max(last_, ts);  // non-decreasing, even if the TSC stepped back
@@ -110,7 +112,8 @@ class NanoscopeSink : public model::TraceSink {
   ExportOptions o_;
   const model::ExportContext* ctx_ = nullptr;
   std::unique_ptr<OutputFile> file_;
-  std::string buf_, error_;
+  std::string buf_;
+  Status error_;
   int64_t last_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/atomic_file.h"
+#include "common/status.h"
 
 namespace lookback::exporters {
 
@@ -18,13 +19,13 @@ class OutputFile {
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
-  // Returns "" or an error naming the path.
-  std::string Open(const std::string& path);
+  // An error names the path.
+  Status Open(const std::string& path);
   void Write(std::string_view bytes);
   void Write(const void* data, size_t n);
   // Flush and rename (no fsync: an export can be made again from its dump).
-  // Returns "" or the first error of any write.
-  std::string Commit();
+  // The error is the first of any write.
+  Status Commit();
   void Abandon();
   bool is_open() const { return f_ != nullptr; }
   const std::string& path() const { return path_; }
@@ -35,8 +36,5 @@ class OutputFile {
   std::string path_;
   int error_ = 0;
 };
-
-// Creates a directory (and parents) for formats that write one file per thread.
-std::string MakeDirectory(const std::string& dir);
 
 }  // namespace lookback::exporters

@@ -175,7 +175,7 @@ class PerfettoSink : public model::TraceSink {
  public:
   explicit PerfettoSink(ExportOptions o) : o_(std::move(o)) {}
 
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
     static const format::Dump kNoDump;  // driven by hand without a dump
     waits_ = model::WaitFunctions(ctx.dump != nullptr ? *ctx.dump : kNoDump, {});
@@ -183,8 +183,7 @@ class PerfettoSink : public model::TraceSink {
     // uuids only need to be unique within the file; the pid in the high half
     // keeps them apart if traces of several processes are loaded together.
     process_uuid_ = (uint64_t{p.pid} << 32) | 0xffffffffu;
-    std::string err = file_.Open(o_.out);
-    if (!err.empty()) return err;
+    if (Status s = file_.Open(o_.out); !s.ok()) return s;
 
     StartSequence(kProcessSequence, /*track_uuid=*/0, /*primary_clock=*/true);
 
@@ -214,7 +213,7 @@ class PerfettoSink : public model::TraceSink {
     PutTimestamp(ctx.dump_ns);
     PutBytesField(&packet_, packet::kTrackEvent, event);
     EndPacket();
-    return "";
+    return Status::Ok();
   }
 
   void BeginThread(const format::ThreadInfo& t) override {
@@ -317,7 +316,7 @@ class PerfettoSink : public model::TraceSink {
     }
   }
 
-  std::string End() override {
+  Status End() override {
     Flush(true);
     return file_.Commit();
   }

@@ -23,12 +23,11 @@ class SpeedscopeSink : public model::TraceSink {
  public:
   explicit SpeedscopeSink(ExportOptions o) : o_(std::move(o)) {}
 
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
-    std::string err = file_.Open(o_.out);
-    if (!err.empty()) return err;
+    if (Status s = file_.Open(o_.out); !s.ok()) return s;
     buf_ = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"profiles\":[";
-    return "";
+    return Status::Ok();
   }
   void BeginThread(const format::ThreadInfo& t) override {
     buf_ += threads_ == 0 ? "\n" : ",\n";
@@ -62,7 +61,7 @@ class SpeedscopeSink : public model::TraceSink {
     buf_ += fmt::format("],\"startValue\":{},\"endValue\":{}}}", start_, last_);
     Flush(false);
   }
-  std::string End() override {
+  Status End() override {
     buf_ += "\n],\n\"shared\":{\"frames\":[";
     for (size_t i = 0; i < keys_.size(); ++i) {
       buf_ += i == 0 ? "\n{\"name\":" : ",\n{\"name\":";

@@ -169,7 +169,7 @@ WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const 
   ctx.symbols = &symbols;
   ctx.clock = ClockModel(dump.clock);
   if (!ctx.clock.valid()) {
-    result.error = "the dump's clock calibration is missing or zero: cannot convert timestamps";
+    result.status = Status::Error("the dump's clock calibration is missing or zero: cannot convert timestamps");
     return result;
   }
   ctx.dump_ns = ctx.clock.MonotonicNs(dump.process.dump_tsc);
@@ -207,14 +207,15 @@ WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const 
     plans.push_back({&t, pass.cut()});
   }
   if (plans.empty()) {
-    result.error = options.thread.empty() ? "the dump holds no thread" : "no thread '" + options.thread + "' in the dump";
+    result.status =
+        Status::Error(options.thread.empty() ? "the dump holds no thread" : "no thread '" + options.thread + "' in the dump");
     return result;
   }
   if (origin == kNoLimitHigh) origin = ctx.dump_ns;
   ctx.origin_ns = std::max(origin, wstart);
 
-  result.error = sink.Begin(ctx);
-  if (!result.error.empty()) return result;
+  result.status = sink.Begin(ctx);
+  if (!result.status.ok()) return result;
   uint64_t done = 0;
   for (const auto& plan : plans) {
     const format::ThreadInfo& t = *plan.t;
@@ -232,7 +233,7 @@ WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const 
     result.threads.push_back(pass.summary());
   }
   if (options.progress) options.progress(options.progress_ctx, ctx.total_events, ctx.total_events);
-  result.error = sink.End();
+  result.status = sink.End();
   return result;
 }
 
@@ -240,10 +241,10 @@ namespace {
 constexpr std::string_view kMonotonicWindow = "monotonic:";
 
 // "monotonic:START..END", both in CLOCK_MONOTONIC ns; either side may be empty.
-std::string ParseMonotonicWindow(const std::string& text, std::optional<int64_t>* start, std::optional<int64_t>* end) {
+Status ParseMonotonicWindow(const std::string& text, std::optional<int64_t>* start, std::optional<int64_t>* end) {
   const std::string body = text.substr(kMonotonicWindow.size());
   const size_t dots = body.find("..");
-  if (dots == std::string::npos) return "window '" + text + "' must be monotonic:START_NS..END_NS";
+  if (dots == std::string::npos) return Status::Error("window '" + text + "' must be monotonic:START_NS..END_NS");
   auto parse = [&](const std::string& s, std::optional<int64_t>* out) -> bool {
     if (s.empty()) return true;
     char* rest = nullptr;
@@ -254,18 +255,17 @@ std::string ParseMonotonicWindow(const std::string& text, std::optional<int64_t>
     return true;
   };
   if (!parse(body.substr(0, dots), start) || !parse(body.substr(dots + 2), end))
-    return "window '" + text + "': monotonic times are whole nanoseconds";
-  if (start->has_value() && end->has_value() && **start >= **end) return "window '" + text + "' is empty";
-  return "";
+    return Status::Error("window '" + text + "': monotonic times are whole nanoseconds");
+  if (start->has_value() && end->has_value() && **start >= **end) return Status::Error("window '" + text + "' is empty");
+  return Status::Ok();
 }
 }  // namespace
 
-std::string ResolveWindow(const format::Dump& d, const std::string& text, WalkOptions* wo) {
-  if (text.empty()) return "";
+Status ResolveWindow(const format::Dump& d, const std::string& text, WalkOptions* wo) {
+  if (text.empty()) return Status::Ok();
   if (text.rfind(kMonotonicWindow, 0) == 0) return ParseMonotonicWindow(text, &wo->window_start_ns, &wo->window_end_ns);
   bool relative_to_dump = false;
-  std::string err = ParseWindow(text, &relative_to_dump, &wo->window_start_ns, &wo->window_end_ns);
-  if (!err.empty()) return err;
+  if (Status s = ParseWindow(text, &relative_to_dump, &wo->window_start_ns, &wo->window_end_ns); !s.ok()) return s;
   // From the dump time when signed, else from the first event.
   const ClockModel clock(d.clock);
   int64_t base = clock.MonotonicNs(d.process.dump_tsc);
@@ -281,17 +281,17 @@ std::string ResolveWindow(const format::Dump& d, const std::string& text, WalkOp
   }
   if (wo->window_start_ns) *wo->window_start_ns += base;
   if (wo->window_end_ns) *wo->window_end_ns += base;
-  return "";
+  return Status::Ok();
 }
 
-std::string ParseWindow(const std::string& text, bool* relative_to_dump, std::optional<int64_t>* start,
+Status ParseWindow(const std::string& text, bool* relative_to_dump, std::optional<int64_t>* start,
                         std::optional<int64_t>* end) {
   if (text.rfind(kMonotonicWindow, 0) == 0) {
     *relative_to_dump = false;
     return ParseMonotonicWindow(text, start, end);
   }
   const size_t dots = text.find("..");
-  if (dots == std::string::npos) return "window '" + text + "' must be START..END (e.g. -2s.. or 0..1.5s)";
+  if (dots == std::string::npos) return Status::Error("window '" + text + "' must be START..END (e.g. -2s.. or 0..1.5s)");
   auto parse = [&](std::string s, std::optional<int64_t>* out, bool* is_signed) -> std::string {
     if (s.empty()) return "";
     *is_signed = s[0] == '-' || s[0] == '+';
@@ -311,12 +311,12 @@ std::string ParseWindow(const std::string& text, bool* relative_to_dump, std::op
   bool s1 = false, s2 = false;
   std::string err = parse(text.substr(0, dots), start, &s1);
   if (err.empty()) err = parse(text.substr(dots + 2), end, &s2);
-  if (!err.empty()) return err;
+  if (!err.empty()) return Status::Error(err);
   if ((start->has_value() && end->has_value()) && s1 != s2)
-    return "window '" + text + "': both ends relative to the dump (signed) or both to the first event";
+    return Status::Error("window '" + text + "': both ends relative to the dump (signed) or both to the first event");
   *relative_to_dump = s1 || s2;
-  if (start->has_value() && end->has_value() && **start >= **end) return "window '" + text + "' is empty";
-  return "";
+  if (start->has_value() && end->has_value() && **start >= **end) return Status::Error("window '" + text + "' is empty");
+  return Status::Ok();
 }
 
 }  // namespace lookback::model

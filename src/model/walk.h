@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
 #include "format/reader.h"
 #include "model/clock_model.h"
 #include "model/decoder.h"
@@ -67,8 +68,8 @@ inline constexpr int64_t kQuietGapNs = 50'000;
 class TraceSink {
  public:
   virtual ~TraceSink() = default;
-  // Returns an error message, or "" to go on.
-  virtual std::string Begin(const ExportContext& ctx) = 0;
+  // An error ends the walk.
+  virtual Status Begin(const ExportContext& ctx) = 0;
   virtual void BeginThread(const format::ThreadInfo& t) = 0;
   virtual void Enter(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) = 0;
   virtual void Exit(uint64_t key, int64_t ts_ns, uint32_t depth, uint8_t flags) = 0;
@@ -80,8 +81,8 @@ class TraceSink {
     (void)hi_ns;
   }
   virtual void EndThread(const ThreadSummary& summary) = 0;
-  // Flushes and closes; returns an error message or "".
-  virtual std::string End() = 0;
+  // Flushes and closes.
+  virtual Status End() = 0;
 };
 
 struct WalkOptions {
@@ -95,7 +96,7 @@ struct WalkOptions {
 };
 
 struct WalkResult {
-  std::string error;  // "" on success
+  Status status;
   std::vector<ThreadSummary> threads;
 };
 
@@ -103,16 +104,15 @@ WalkResult Walk(const format::Dump& dump, symbolize::Symbolizer& symbols, const 
                 TraceSink& sink);
 
 // Sets options->window_start_ns/window_end_ns from a --window text (see
-// ParseWindow), shifted onto the dump's CLOCK_MONOTONIC. Returns "" or an error.
-std::string ResolveWindow(const format::Dump& dump, const std::string& text, WalkOptions* options);
+// ParseWindow), shifted onto the dump's CLOCK_MONOTONIC.
+Status ResolveWindow(const format::Dump& dump, const std::string& text, WalkOptions* options);
 
 // Parses "START..END" with units ns/us/ms/s, relative to the dump time when
 // signed ("-2s..", "-500ms..-100ms") and to the first event otherwise
 // ("0..1.5s"). Either side may be empty. "monotonic:START..END" gives both
 // ends in the traced process's own CLOCK_MONOTONIC ns, unshifted (a program
-// that noted its clock, such as the JVM agent's STOP_TRACING). Returns "" or
-// an error.
-std::string ParseWindow(const std::string& text, bool* relative_to_dump, std::optional<int64_t>* start,
+// that noted its clock, such as the JVM agent's STOP_TRACING).
+Status ParseWindow(const std::string& text, bool* relative_to_dump, std::optional<int64_t>* start,
                         std::optional<int64_t>* end);
 
 }  // namespace lookback::model

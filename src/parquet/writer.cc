@@ -250,11 +250,11 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Create(const std::string& path, 
   // Hidden and this process's own (common/atomic_file.h): two exports into
   // one dataset never write through each other's temporaries, and engines
   // skip the file until it is published.
-  if (std::string err = w->file_.Create(path); !err.empty()) return Error{err};
+  if (Status s = w->file_.Create(path); !s.ok()) return Error{s.message()};
   w->fd_ = w->file_.ReleaseFd();
   w->zstd_ = ZSTD_createCCtx();
   if (w->zstd_ == nullptr) return Error{"cannot create a zstd context"};
-  if (std::string err = w->Write(kMagic, 4); !err.empty()) return Error{err};
+  if (Status s = w->Write(kMagic, 4); !s.ok()) return Error{s.message()};
   return w;
 }
 
@@ -332,7 +332,7 @@ void FileWriter::Null(size_t column) {
   ++c.nulls;
 }
 
-std::string FileWriter::AppendRow(std::span<const Cell> cells) {
+Status FileWriter::AppendRow(std::span<const Cell> cells) {
   const size_t n = std::min(cells.size(), columns_.size());
   for (size_t i = 0; i < n; ++i) {
     const Cell& v = cells[i];
@@ -368,36 +368,36 @@ std::string FileWriter::AppendRow(std::span<const Cell> cells) {
   return EndRow();
 }
 
-std::string FileWriter::EndRow() {
-  if (!error_.empty()) return error_;
+Status FileWriter::EndRow() {
+  if (!error_.ok()) return error_;
   ++group_rows_;
   ++total_rows_;
   if (++page_rows_ >= options_.page_rows) error_ = EncodePages();
-  if (error_.empty() && (group_rows_ >= options_.row_group_rows || over_limit_)) error_ = FlushRowGroup();
+  if (error_.ok() && (group_rows_ >= options_.row_group_rows || over_limit_)) error_ = FlushRowGroup();
   return error_;
 }
 
-std::string FileWriter::Write(const void* data, size_t n) {
+Status FileWriter::Write(const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
     const ssize_t w = write(fd_, p, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return "cannot write '" + file_.temp_path() + "': " + strerror(errno);
+    if (w <= 0) return Status::Error("cannot write '" + file_.temp_path() + "': " + strerror(errno));
     p += w;
     n -= static_cast<size_t>(w);
     offset_ += static_cast<uint64_t>(w);
   }
-  return "";
+  return Status::Ok();
 }
 
-std::string FileWriter::AppendPage(std::string* out, int page_type, const std::string& body, int32_t num_values,
+Status FileWriter::AppendPage(std::string* out, int page_type, const std::string& body, int32_t num_values,
                                    int encoding, uint64_t* uncompressed, uint64_t* compressed) {
   const size_t bound = ZSTD_compressBound(body.size());
   if (compressed_.size() < bound) compressed_.resize(bound);
   const size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zstd_), compressed_.data(), bound, body.data(), body.size(),
                                      options_.zstd_level);
-  if (ZSTD_isError(n)) return std::string("zstd: ") + ZSTD_getErrorName(n);
-  if (body.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) return "page too large";
+  if (ZSTD_isError(n)) return Status::Error(std::string("zstd: ") + ZSTD_getErrorName(n));
+  if (body.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) return Status::Error("page too large");
   ThriftWriter h;
   h.I32(1, page_type);
   h.I32(2, static_cast<int32_t>(body.size()));
@@ -420,13 +420,13 @@ std::string FileWriter::AppendPage(std::string* out, int page_type, const std::s
   *compressed += h.bytes().size() + n;
   out->append(h.bytes());
   out->append(compressed_.data(), n);
-  return "";
+  return Status::Ok();
 }
 
-std::string FileWriter::EncodePages() {
+Status FileWriter::EncodePages() {
   const size_t rows = page_rows_;
   page_rows_ = 0;
-  if (rows == 0) return "";
+  if (rows == 0) return Status::Ok();
   for (Column& c : columns_) {
     std::string& body = scratch_;
     body.clear();
@@ -453,16 +453,16 @@ std::string FileWriter::EncodePages() {
         c.max = std::max(c.max, *hi);
       }
     }
-    if (std::string err = AppendPage(&c.pages, kDataPage, body, static_cast<int32_t>(rows), DataEncoding(c.spec),
-                                     &c.uncompressed, &c.compressed);
-        !err.empty())
-      return err;
+    if (Status s = AppendPage(&c.pages, kDataPage, body, static_cast<int32_t>(rows), DataEncoding(c.spec),
+                              &c.uncompressed, &c.compressed);
+        !s.ok())
+      return s;
     c.ClearPage();
   }
-  return "";
+  return Status::Ok();
 }
 
-std::string FileWriter::WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta) {
+Status FileWriter::WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta) {
   meta->start = offset_;
   meta->values = rows;
   meta->nulls = c.nulls;
@@ -478,11 +478,11 @@ std::string FileWriter::WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta
     meta->has_dictionary = true;
     meta->dictionary_page = offset_;
     std::string page;
-    if (std::string err = AppendPage(&page, kDictionaryPage, c.dict_plain, static_cast<int32_t>(c.dict_size), kPlain,
-                                     &meta->uncompressed, &meta->compressed);
-        !err.empty())
-      return err;
-    if (std::string err = Write(page.data(), page.size()); !err.empty()) return err;
+    if (Status s = AppendPage(&page, kDictionaryPage, c.dict_plain, static_cast<int32_t>(c.dict_size), kPlain,
+                              &meta->uncompressed, &meta->compressed);
+        !s.ok())
+      return s;
+    if (Status s = Write(page.data(), page.size()); !s.ok()) return s;
   }
   meta->data_page = offset_;
   meta->uncompressed += c.uncompressed;
@@ -490,19 +490,19 @@ std::string FileWriter::WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta
   return Write(c.pages.data(), c.pages.size());
 }
 
-std::string FileWriter::FlushRowGroup() {
-  if (group_rows_ == 0) return "";
-  if (std::string err = EncodePages(); !err.empty()) return err;
+Status FileWriter::FlushRowGroup() {
+  if (group_rows_ == 0) return Status::Ok();
+  if (Status s = EncodePages(); !s.ok()) return s;
   std::vector<ChunkMeta> metas(columns_.size());
   for (size_t i = 0; i < columns_.size(); ++i) {
-    if (std::string err = WriteColumnChunk(columns_[i], group_rows_, &metas[i]); !err.empty()) return err;
+    if (Status s = WriteColumnChunk(columns_[i], group_rows_, &metas[i]); !s.ok()) return s;
     columns_[i].Clear();
   }
   over_limit_ = false;
   row_groups_.push_back(std::move(metas));
   row_group_rows_.push_back(group_rows_);
   group_rows_ = 0;
-  return "";
+  return Status::Ok();
 }
 
 std::string FileWriter::Footer() const {
@@ -590,25 +590,25 @@ std::string FileWriter::Footer() const {
   return t.bytes();
 }
 
-std::string FileWriter::Finish() {
-  if (error_.empty()) error_ = FlushRowGroup();
-  if (!error_.empty()) return error_;
+Status FileWriter::Finish() {
+  if (error_.ok()) error_ = FlushRowGroup();
+  if (!error_.ok()) return error_;
   const std::string footer = Footer();
   std::string tail;
   PutLe(&tail, footer.size(), 4);
   tail.append(kMagic, 4);
-  if (std::string err = Write(footer.data(), footer.size()); !err.empty()) return error_ = err;
-  if (std::string err = Write(tail.data(), tail.size()); !err.empty()) return error_ = err;
-  if (close(fd_) != 0) error_ = "cannot write '" + file_.temp_path() + "': " + strerror(errno);
+  if (Status s = Write(footer.data(), footer.size()); !s.ok()) return error_ = s;
+  if (Status s = Write(tail.data(), tail.size()); !s.ok()) return error_ = s;
+  if (close(fd_) != 0) error_ = Status::Error("cannot write '" + file_.temp_path() + "': " + strerror(errno));
   fd_ = -1;
   return error_;
 }
 
-std::string FileWriter::Publish() {
-  if (!error_.empty()) return error_;
-  if (fd_ >= 0) return "Publish() before Finish()";
-  if (std::string err = file_.Commit(); !err.empty()) return error_ = err;
-  return "";
+Status FileWriter::Publish() {
+  if (!error_.ok()) return error_;
+  if (fd_ >= 0) return Status::Error("Publish() before Finish()");
+  if (Status s = file_.Commit(); !s.ok()) return error_ = s;
+  return Status::Ok();
 }
 
 }  // namespace lookback::parquet

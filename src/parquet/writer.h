@@ -30,11 +30,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/cell.h"
 #include "common/result.h"
+#include "common/status.h"
 
 namespace lookback::parquet {
 
-enum class ColumnType : uint8_t { kInt32, kInt64, kString };
+using ColumnType = CellType;
 
 struct ColumnSpec {
   std::string name;
@@ -43,17 +45,9 @@ struct ColumnSpec {
   bool dictionary = false;  // RLE_DICTIONARY: for repetitive values (names, hosts, ids)
 };
 
-// One value of a row for AppendRow. Text points into memory that lives
-// until AppendRow returns.
-struct Cell {
-  enum Kind : uint8_t { kNull, kInt, kText } kind = kNull;
-  int64_t i = 0;
-  std::string_view s;
-  static Cell Int(int64_t v) { return {kInt, v, {}}; }
-  static Cell Text(std::string_view v) { return {kText, 0, v}; }
-  static Cell OptionalText(std::string_view v) { return v.empty() ? Cell{} : Text(v); }
-  static Cell Null() { return {}; }
-};
+// One value of a row for AppendRow (common/cell.h). Text points into memory
+// that lives until AppendRow returns.
+using Cell = lookback::Cell;
 
 struct WriterOptions {
   size_t row_group_rows = 1 << 20;
@@ -89,17 +83,17 @@ class FileWriter {
   void Int(size_t column, int64_t v);
   void String(size_t column, std::string_view v);
   void Null(size_t column);
-  // "" or the first write error (later calls do nothing once failed).
-  std::string EndRow();
+  // The first write error (later calls do nothing once failed).
+  Status EndRow();
   // The same for a whole row at once (one cell per column): what exporters
   // use, one call per row instead of one per value.
-  std::string AppendRow(std::span<const Cell> cells);
+  Status AppendRow(std::span<const Cell> cells);
 
   // Writes the last row group and the footer and closes the file (still
-  // under its temporary name). "" or an error.
-  std::string Finish();
+  // under its temporary name).
+  Status Finish();
   // Renames the finished file to its real name.
-  std::string Publish();
+  Status Publish();
 
   uint64_t rows() const { return total_rows_; }
   uint64_t bytes_written() const { return offset_; }
@@ -109,12 +103,12 @@ class FileWriter {
   struct Column;
   struct ChunkMeta;
   FileWriter() = default;
-  std::string FlushRowGroup();
-  std::string WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta);
-  std::string EncodePages();
-  std::string AppendPage(std::string* out, int page_type, const std::string& body, int32_t num_values, int encoding,
-                         uint64_t* uncompressed, uint64_t* compressed);
-  std::string Write(const void* data, size_t n);
+  Status FlushRowGroup();
+  Status WriteColumnChunk(Column& c, size_t rows, ChunkMeta* meta);
+  Status EncodePages();
+  Status AppendPage(std::string* out, int page_type, const std::string& body, int32_t num_values, int encoding,
+                    uint64_t* uncompressed, uint64_t* compressed);
+  Status Write(const void* data, size_t n);
   std::string Footer() const;
 
   std::string path_;
@@ -128,7 +122,7 @@ class FileWriter {
   bool over_limit_ = false;  // a dictionary or the strings outgrew their bound: end the row group
   uint64_t total_rows_ = 0;
   uint64_t offset_ = 0;
-  std::string error_;
+  Status error_;
   std::string scratch_, compressed_;
   void* zstd_ = nullptr;  // ZSTD_CCtx, reused for every page
 };

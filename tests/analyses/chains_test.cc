@@ -39,7 +39,7 @@ analyses::ChainsResult ChainsOfTiming(analyses::ChainsOptions o) {
   symbolize::Symbolizer sym(d);
   analyses::ChainsBuilder b(o);
   model::WalkResult r = model::Walk(d, sym, {}, b);
-  EXPECT_EQ(r.error, "");
+  EXPECT_TRUE(r.status.ok());
   return b.Take();
 }
 
@@ -177,7 +177,7 @@ struct Ev {
 analyses::ChainsResult Feed(const std::vector<Ev>& events, analyses::ChainsOptions o, size_t* max_held = nullptr) {
   analyses::ChainsBuilder b(o);
   model::ExportContext ctx;  // names are 0x<key>
-  EXPECT_EQ(b.Begin(ctx), "");
+  EXPECT_TRUE((b.Begin(ctx)).ok());
   format::ThreadInfo t;
   t.tid = 9;
   b.BeginThread(t);
@@ -188,7 +188,7 @@ analyses::ChainsResult Feed(const std::vector<Ev>& events, analyses::ChainsOptio
     if (max_held) *max_held = std::max(*max_held, b.HeldFrames());
   }
   b.EndThread(model::ThreadSummary{});
-  EXPECT_EQ(b.End(), "");
+  EXPECT_TRUE((b.End()).ok());
   return b.Take();
 }
 

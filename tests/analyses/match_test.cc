@@ -201,7 +201,7 @@ struct Feed {
     auto f = ParseSignatures(sig_text, "t.sig");
     EXPECT_EQ(f.error, "");
     m = std::make_unique<SignatureMatcher>(std::move(f.signatures));
-    EXPECT_EQ(m->Begin(ctx), "");
+    EXPECT_TRUE((m->Begin(ctx)).ok());
     format::ThreadInfo t;
     t.tid = 7;
     m->BeginThread(t);
@@ -213,7 +213,7 @@ struct Feed {
   const analyses::SignatureStats& Stats(size_t i) {
     if (!ended) {
       m->EndThread({});
-      EXPECT_EQ(m->End(), "");
+      EXPECT_TRUE((m->End()).ok());
       ended = true;
     }
     return m->stats()[i];
@@ -333,7 +333,7 @@ std::vector<analyses::SignatureStats> MatchDump(const std::string& dump, const s
   symbolize::Symbolizer sym(d);
   SignatureMatcher m(std::move(f.signatures));
   model::WalkResult res = model::Walk(d, sym, {}, m);
-  EXPECT_EQ(res.error, "");
+  EXPECT_TRUE(res.status.ok());
   return m.stats();
 }
 

@@ -190,8 +190,8 @@ std::map<std::string, analyses::FunctionStats> ReportByName(const model::WalkOpt
   format::Dump d = MustOpen(TimingDump());
   symbolize::Symbolizer sym(d);
   analyses::Report r;
-  std::string err = analyses::ReportDump(d, sym, wo, {}, &r);
-  EXPECT_EQ(err, "");
+  Status s = analyses::ReportDump(d, sym, wo, {}, &r);
+  EXPECT_TRUE(s.ok()) << s.message();
   std::map<std::string, analyses::FunctionStats> out;
   for (const auto& f : r.functions) out[f.name] = f;
   if (whole) *whole = r;
@@ -365,7 +365,7 @@ TEST(ReportTest, CountsClippedFramesWithTheirClippedDurationsAndSaysSo) {
   // render (slow_parse runs from ~3 to ~33 ms) to inside the second one's.
   format::Dump d = MustOpen(TimingDump());
   model::WalkOptions wo;
-  ASSERT_EQ(model::ResolveWindow(d, "20ms..100ms", &wo), "");
+  ASSERT_TRUE((model::ResolveWindow(d, "20ms..100ms", &wo)).ok());
   analyses::Report whole;
   auto fns = ReportByName(wo, &whole);
   EXPECT_GT(whole.repairs.start_cut, 0u);
@@ -466,7 +466,7 @@ struct Ev {
 std::map<std::string, analyses::FunctionStats> Feed(const std::vector<Ev>& events, analyses::Report* whole = nullptr) {
   analyses::ReportBuilder b;
   model::ExportContext ctx;  // no symbolizer: names are 0x<key>
-  EXPECT_EQ(b.Begin(ctx), "");
+  EXPECT_TRUE((b.Begin(ctx)).ok());
   format::ThreadInfo t;
   t.tid = 7;
   b.BeginThread(t);
@@ -478,7 +478,7 @@ std::map<std::string, analyses::FunctionStats> Feed(const std::vector<Ev>& event
   model::ThreadSummary s;
   s.tid = 7;
   b.EndThread(s);
-  EXPECT_EQ(b.End(), "");
+  EXPECT_TRUE((b.End()).ok());
   analyses::Report r = b.Take();
   std::map<std::string, analyses::FunctionStats> out;
   for (const auto& f : r.functions) out[f.name] = f;

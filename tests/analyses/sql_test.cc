@@ -46,9 +46,9 @@ class CountingSink : public model::TraceSink {
   std::map<std::string, PerFunction> by_name;
   int64_t calls = 0;
 
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
-    return "";
+    return Status::Ok();
   }
   void BeginThread(const format::ThreadInfo&) override { starts_.clear(); }
   void Enter(uint64_t, int64_t ts, uint32_t, uint8_t) override { starts_.push_back(ts); }
@@ -60,7 +60,7 @@ class CountingSink : public model::TraceSink {
     ++calls;
   }
   void EndThread(const model::ThreadSummary&) override {}
-  std::string End() override { return ""; }
+  Status End() override { return Status::Ok(); }
 
  private:
   const model::ExportContext* ctx_ = nullptr;
@@ -93,7 +93,7 @@ TEST(SqlExport, CallCountsAndDurationsEqualTheDecoders) {
   symbolize::Symbolizer sym(d);
   CountingSink ref;
   model::WalkResult res = model::Walk(d, sym, {}, ref);
-  ASSERT_EQ(res.error, "");
+  ASSERT_TRUE(res.status.ok());
 
   Db db(e.db);
   EXPECT_EQ(db.Int("SELECT count(*) FROM calls"), ref.calls);

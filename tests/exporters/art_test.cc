@@ -240,9 +240,9 @@ class ExpectedRecords : public model::TraceSink {
     uint32_t action;
     uint32_t us;
   };
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     origin_ = ctx.origin_ns;
-    return "";
+    return Status::Ok();
   }
   void BeginThread(const format::ThreadInfo& t) override {
     thread_ = &t;
@@ -253,7 +253,7 @@ class ExpectedRecords : public model::TraceSink {
     Add(key, (flags & model::kSliceUnwound) ? 2 : 1, ts);
   }
   void EndThread(const model::ThreadSummary&) override {}
-  std::string End() override { return ""; }
+  Status End() override { return Status::Ok(); }
 
   std::vector<Rec> records;
   std::vector<const format::ThreadInfo*> threads;
@@ -280,7 +280,7 @@ TEST(Art, BusyProgramWritesTheWalkRecordByRecord) {
   const format::Dump d = MustOpen(c.dump);
   symbolize::Symbolizer sym(d);
   ExpectedRecords want;
-  ASSERT_EQ(model::Walk(d, sym, {}, want).error, "");
+  ASSERT_TRUE(model::Walk(d, sym, {}, want).status.ok());
   ASSERT_GT(want.records.size(), 10000u);
   ASSERT_EQ(c.trace.records.size(), want.records.size());
   std::map<uint32_t, uint32_t> ids;  // tid -> ART thread id
@@ -326,7 +326,7 @@ TEST(Art, SinkHandlesOddThreadsAndFlaggedFrames) {
   ctx.origin_ns = 1'000'000;
   const std::string out = FreshDir("art-odd") + "/odd.trace";
   auto sink = exporters::MakeArtSink({out});
-  ASSERT_EQ(sink->Begin(ctx), "");
+  ASSERT_TRUE((sink->Begin(ctx)).ok());
   for (const auto& th : d.threads) {
     sink->BeginThread(th);
     if (th.tid == 70000) {
@@ -337,7 +337,7 @@ TEST(Art, SinkHandlesOddThreadsAndFlaggedFrames) {
     }
     sink->EndThread({});
   }
-  ASSERT_EQ(sink->End(), "");
+  ASSERT_TRUE((sink->End()).ok());
   const ArtTrace t = ParseArtTrace(ReadFile(out));
   ASSERT_EQ(t.error, "");
   ASSERT_EQ(t.threads.size(), 4u);
@@ -366,8 +366,8 @@ TEST(Art, SinkReportsAnUnwritablePath) {
   model::ExportContext ctx;
   ctx.dump = &d;
   auto sink = exporters::MakeArtSink({"/proc/lookback-no-such/out.trace"});
-  const std::string err = sink->Begin(ctx);
-  EXPECT_NE(err.find("lookback-no-such"), std::string::npos) << err;
+  const Status err = sink->Begin(ctx);
+  EXPECT_NE(err.message().find("lookback-no-such"), std::string::npos) << err.message();
 }
 
 }  // namespace

@@ -265,11 +265,11 @@ class RecordingSink : public model::TraceSink {
     std::string name;
     std::vector<SliceEvent> events;
   };
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
     dump_ns = ctx.dump_ns;
     origin_ns = ctx.origin_ns;
-    return "";
+    return Status::Ok();
   }
   void BeginThread(const format::ThreadInfo& t) override { threads.push_back({t.tid, t.name, {}}); }
   void Enter(uint64_t key, int64_t ts, uint32_t, uint8_t flags) override {
@@ -283,7 +283,7 @@ class RecordingSink : public model::TraceSink {
       threads.back().events.back().notes.push_back("exit never came (exception or longjmp)");
   }
   void EndThread(const model::ThreadSummary&) override {}
-  std::string End() override { return ""; }
+  Status End() override { return Status::Ok(); }
 
   std::vector<Thread> threads;
   int64_t dump_ns = 0, origin_ns = 0;
@@ -393,7 +393,7 @@ void CheckAgainstDump(const Converted& c) {
   symbolize::Symbolizer sym(d);
   RecordingSink want;
   model::WalkResult res = model::Walk(d, sym, {}, want);
-  ASSERT_EQ(res.error, "");
+  ASSERT_TRUE(res.status.ok());
   ASSERT_EQ(want.threads.size(), d.threads.size());
   for (size_t i = 0; i < want.threads.size(); ++i) {
     const auto& got = c.trace.slices.count(c.trace.tracks[i + 1].uuid) ? c.trace.slices.at(c.trace.tracks[i + 1].uuid)
@@ -517,7 +517,7 @@ TEST(Perfetto, SinkHandlesEmptyThreadsAndFlaggedFrames) {
   ctx.dump_ns = 500;  // before the first event: clamped to it
   const std::string out = FreshDir("perfetto-odd") + "/odd.pftrace";
   auto sink = exporters::MakePerfettoSink({out});
-  ASSERT_EQ(sink->Begin(ctx), "");
+  ASSERT_TRUE((sink->Begin(ctx)).ok());
   sink->BeginThread(d.threads[0]);  // empty
   sink->EndThread({});
   sink->BeginThread(d.threads[1]);
@@ -530,7 +530,7 @@ TEST(Perfetto, SinkHandlesEmptyThreadsAndFlaggedFrames) {
   sink->Enter(7, 5000, 0, 0);
   sink->Exit(7, 6000, 0, 0);
   sink->EndThread({});
-  ASSERT_EQ(sink->End(), "");
+  ASSERT_TRUE((sink->End()).ok());
   const Decoded t = DecodeTrace(ReadFile(out));
   ASSERT_EQ(t.error, "");
   ASSERT_EQ(t.tracks.size(), 4u);
@@ -586,8 +586,8 @@ TEST(Perfetto, SinkReportsAnUnwritablePath) {
   model::ExportContext ctx;
   ctx.dump = &d;
   auto sink = exporters::MakePerfettoSink({"/proc/lookback-no-such/out.pftrace"});
-  const std::string err = sink->Begin(ctx);
-  EXPECT_NE(err.find("lookback-no-such"), std::string::npos) << err;
+  const Status err = sink->Begin(ctx);
+  EXPECT_NE(err.message().find("lookback-no-such"), std::string::npos) << err.message();
 }
 
 }  // namespace

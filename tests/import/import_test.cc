@@ -57,9 +57,9 @@ struct Call {
 
 class CallCollector : public model::TraceSink {
  public:
-  std::string Begin(const model::ExportContext& ctx) override {
+  Status Begin(const model::ExportContext& ctx) override {
     ctx_ = &ctx;
-    return "";
+    return Status::Ok();
   }
   void BeginThread(const format::ThreadInfo& t) override {
     calls_ = &out[t.tid];
@@ -77,7 +77,7 @@ class CallCollector : public model::TraceSink {
     open_.pop_back();
   }
   void EndThread(const model::ThreadSummary&) override {}
-  std::string End() override { return ""; }
+  Status End() override { return Status::Ok(); }
 
   std::map<uint32_t, std::vector<Call>> out;
   std::map<uint32_t, std::string> names;
@@ -92,7 +92,7 @@ class CallCollector : public model::TraceSink {
 std::map<uint32_t, std::vector<Call>> Calls(const format::Dump& d, std::map<uint32_t, std::string>* names = nullptr) {
   symbolize::Symbolizer sym(d);
   CallCollector c;
-  EXPECT_EQ(model::Walk(d, sym, {}, c).error, "");
+  EXPECT_TRUE(model::Walk(d, sym, {}, c).status.ok());
   int64_t origin = INT64_MAX;
   for (auto it = c.out.begin(); it != c.out.end();) {
     if (it->second.empty()) {

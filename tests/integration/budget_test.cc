@@ -317,7 +317,7 @@ std::vector<uint64_t> KeysNamed(const format::Dump& d, const std::string& name) 
 // the walk's repairs.
 class NestingSink : public model::TraceSink {
  public:
-  std::string Begin(const model::ExportContext&) override { return ""; }
+  Status Begin(const model::ExportContext&) override { return Status::Ok(); }
   void BeginThread(const format::ThreadInfo&) override { stack_.clear(); }
   void Enter(uint64_t key, int64_t, uint32_t, uint8_t) override {
     ++entries[key];
@@ -330,7 +330,7 @@ class NestingSink : public model::TraceSink {
     stack_.pop_back();
   }
   void EndThread(const model::ThreadSummary& s) override { repairs += s.unwound + s.unmatched_exits; }
-  std::string End() override { return ""; }
+  Status End() override { return Status::Ok(); }
 
   std::map<uint64_t, uint64_t> entries;
   // (parent key, child key) -> frames of the parent with at least one call of the child
@@ -365,7 +365,7 @@ HotLoopWalk WalkHotLoop(const format::Dump& d) {
   symbolize::Symbolizer sym(d);
   NestingSink sink;
   const model::WalkResult w = model::Walk(d, sym, model::WalkOptions{}, sink);
-  EXPECT_EQ(w.error, "");
+  EXPECT_TRUE(w.status.ok());
   const std::vector<uint64_t> works = KeysNamed(d, "long HotLoop.work(int)");
   const std::vector<uint64_t> steps = KeysNamed(d, "int HotLoop.step(int)");
   HotLoopWalk r;

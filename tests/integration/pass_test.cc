@@ -218,12 +218,12 @@ struct Walked {
 class CollectingSink : public model::TraceSink {
  public:
   CollectingSink(symbolize::Symbolizer* sym, const std::set<std::string>& names) : sym_(sym), names_(names) {}
-  std::string Begin(const model::ExportContext&) override { return ""; }
+  Status Begin(const model::ExportContext&) override { return Status::Ok(); }
   void BeginThread(const format::ThreadInfo& t) override { current_ = &by_thread[t.name]; }
   void Enter(uint64_t key, int64_t, uint32_t, uint8_t) override { Add('+', key); }
   void Exit(uint64_t key, int64_t, uint32_t, uint8_t) override { Add('-', key); }
   void EndThread(const model::ThreadSummary& summary) override { current_->summary = summary; }
-  std::string End() override { return ""; }
+  Status End() override { return Status::Ok(); }
   std::map<std::string, Walked> by_thread;
 
  private:
@@ -241,7 +241,7 @@ std::map<std::string, Walked> WalkThreads(const std::string& dump) {
   symbolize::Symbolizer sym(d);
   CollectingSink sink(&sym, {"victim", "leaf", "marker"});
   const model::WalkResult w = model::Walk(d, sym, model::WalkOptions{}, sink);
-  EXPECT_EQ(w.error, "");
+  EXPECT_TRUE(w.status.ok());
   return sink.by_thread;
 }
 

@@ -39,11 +39,11 @@ TEST(AtomicFile, TheTargetKeepsItsOldContentUntilTheCommitReplacesItWhole) {
   const std::string target = dir + "/out.txt";
   std::ofstream(target) << "old";
   AtomicFile f;
-  ASSERT_EQ(f.Create(target), "");
+  ASSERT_TRUE((f.Create(target)).ok());
   EXPECT_EQ(f.temp_path(), dir + "/.out.txt." + std::to_string(getpid()) + ".tmp");
   ASSERT_EQ(write(f.fd(), "new content", 11), 11);
   EXPECT_EQ(Read(target), "old");  // not yet
-  EXPECT_EQ(f.Commit(), "");
+  EXPECT_TRUE((f.Commit()).ok());
   EXPECT_EQ(Read(target), "new content");
   EXPECT_EQ(Entries(dir), 1u);  // no temporary left
 }
@@ -53,7 +53,7 @@ TEST(AtomicFile, AnAbandonedWriteLeavesNothingAndTheTargetUntouched) {
   const std::string target = dir + "/out.txt";
   {
     AtomicFile f;
-    ASSERT_EQ(f.Create(target), "");
+    ASSERT_TRUE((f.Create(target)).ok());
     ASSERT_EQ(write(f.fd(), "half", 4), 4);
   }  // destroyed without a commit
   EXPECT_FALSE(fs::exists(target));
@@ -65,9 +65,9 @@ TEST(AtomicFile, ALeftoverOfACrashedWriterOfThisPidIsReplaced) {
   const std::string target = dir + "/out.txt";
   std::ofstream(AtomicFile::TempPathFor(target)) << "stale";
   AtomicFile f;
-  ASSERT_EQ(f.Create(target), "");
+  ASSERT_TRUE((f.Create(target)).ok());
   ASSERT_EQ(write(f.fd(), "fresh", 5), 5);
-  EXPECT_EQ(f.Commit(), "");
+  EXPECT_TRUE((f.Commit()).ok());
   EXPECT_EQ(Read(target), "fresh");
   EXPECT_EQ(Entries(dir), 1u);
 }
@@ -76,9 +76,10 @@ TEST(AtomicFile, AnUnwritableDirectoryIsOneClearErrorAndNothingIsRemoved) {
   const std::string dir = FreshDir("atomic-unwritable");
   const std::string target = dir + "/missing-dir/out.txt";
   AtomicFile f;
-  const std::string err = f.Create(target);
-  EXPECT_NE(err.find("cannot create '" + AtomicFile::TempPathFor(target) + "'"), std::string::npos) << err;
-  EXPECT_NE(f.Commit(), "");
+  const Status err = f.Create(target);
+  EXPECT_NE(err.message().find("cannot create '" + AtomicFile::TempPathFor(target) + "'"), std::string::npos)
+      << err.message();
+  EXPECT_FALSE((f.Commit()).ok());
   EXPECT_EQ(Entries(dir), 0u);
 }
 
@@ -87,9 +88,9 @@ TEST(AtomicFile, AFailedRenameRemovesTheTemporaryAndSaysWhy) {
   const std::string target = dir + "/is-a-dir";
   fs::create_directories(target + "/inside");  // rename over a non-empty directory fails
   AtomicFile f;
-  ASSERT_EQ(f.Create(target), "");
-  const std::string err = f.Commit();
-  EXPECT_NE(err.find("cannot write '" + target + "'"), std::string::npos) << err;
+  ASSERT_TRUE((f.Create(target)).ok());
+  const Status err = f.Commit();
+  EXPECT_NE(err.message().find("cannot write '" + target + "'"), std::string::npos) << err.message();
   EXPECT_FALSE(fs::exists(f.temp_path()));
   EXPECT_TRUE(fs::is_directory(target + "/inside"));
 }

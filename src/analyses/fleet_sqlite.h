@@ -1,4 +1,5 @@
-// `lookback sql`: dumps as one SQLite database, in the fleet schema
+// The SQLite sink of the fleet tables (`lookback sql`; fleet_parquet.h is the
+// other): dumps as one SQLite database, in the fleet schema
 // (analyses/fleet.h: dumps, threads, functions, calls, samples,
 // thread_states, signature_matches), for questions no built-in analysis
 // answers. Schema and example queries: docs/analyses.md ("lookback sql") and
@@ -27,7 +28,7 @@ namespace lookback::analyses {
 extern const char* const kSqlIndexes;
 extern const char* const kSqlViews;
 
-class SqliteTables : public fleet::TableSink {
+class SqliteTables : public fleet::DatasetSink {
  public:
   // Creates the temporary database beside `out_path`.
   static Result<std::unique_ptr<SqliteTables>> Create(const std::string& out_path);
@@ -35,10 +36,12 @@ class SqliteTables : public fleet::TableSink {
   SqliteTables(const SqliteTables&) = delete;
   SqliteTables& operator=(const SqliteTables&) = delete;
 
-  std::string Row(fleet::Table table, std::span<const fleet::Value> values) override;
+  Result<Start> BeginDump(const fleet::DumpIdentity& id) override;  // kAlreadyThere: a dump_id loaded before
+  Status EndDump(bool ok) override;  // nothing to do: all dumps share one transaction
+  Status Row(fleet::Table table, std::span<const fleet::Value> values) override;
 
-  // Views, optionally the indexes, commit, close, rename. "" or an error.
-  std::string Finish(bool indexes);
+  // Views, optionally the indexes, commit, close, rename.
+  Status Finish(bool indexes);
 
  private:
   struct Impl;

@@ -1,4 +1,4 @@
-#include "analyses/sql.h"
+#include "analyses/fleet_sqlite.h"
 
 #include "common/atomic_file.h"
 
@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <vector>
 
 namespace lookback::analyses {
@@ -48,6 +49,23 @@ CREATE VIEW call_names AS
 )sql";
 
 namespace {
+
+// CREATE TABLE statements from the fleet tables' definitions (partition keys
+// are ordinary columns here).
+std::string CreateTables() {
+  std::string sql;
+  for (int i = 0; i < fleet::kTableCount; ++i) {
+    const fleet::TableDef& t = fleet::TableOf(static_cast<fleet::Table>(i));
+    sql += fmt::format("CREATE TABLE {}(\n", t.name);
+    for (size_t c = 0; c < t.columns.size(); ++c) {
+      const fleet::ColumnDef& col = t.columns[c];
+      sql += fmt::format("  {} {}{}{}\n", col.name, col.type == CellType::kString ? "TEXT" : "INTEGER",
+                         col.nullable ? "" : " NOT NULL", c + 1 < t.columns.size() ? "," : "");
+    }
+    sql += ");\n";
+  }
+  return sql;
+}
 
 class Statement {
  public:
@@ -89,7 +107,8 @@ struct SqliteTables::Impl {
   sqlite3* db = nullptr;
   Statement insert[fleet::kTableCount], insert_batch[fleet::kTableCount];
   Pending pending[fleet::kTableCount];
-  std::string error;  // the first failure
+  Status error;  // the first failure
+  std::set<int64_t> seen;  // dump_ids loaded
 
   // Binds `rows` pending rows from `first_row` to `s` and runs it;
   // `*text` counts the text cells bound so far.
@@ -118,7 +137,7 @@ struct SqliteTables::Impl {
     if (p.rows == kBatchRows) {
       Run(table, insert_batch[table].get(), 0, kBatchRows, &text);
     } else {
-      for (int r = 0; r < p.rows && error.empty(); ++r) Run(table, insert[table].get(), r, 1, &text);
+      for (int r = 0; r < p.rows && error.ok(); ++r) Run(table, insert[table].get(), r, 1, &text);
     }
     p.cells.clear();
     p.text_lengths.clear();
@@ -128,7 +147,9 @@ struct SqliteTables::Impl {
 
   bool Check(int rc, const char* what) {
     if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW) return true;
-    if (error.empty()) error = fmt::format("cannot write '{}': {}: {}", path, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    if (error.ok())
+      error = Status::Error(
+          fmt::format("cannot write '{}': {}: {}", path, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
     return false;
   }
   bool Exec(const char* sql, const char* what) { return Check(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), what); }
@@ -150,7 +171,7 @@ Result<std::unique_ptr<SqliteTables>> SqliteTables::Create(const std::string& ou
   m->path = out_path;
   // Created here rather than by SQLite so a bad path gives the system's
   // reason; SQLite then opens the (empty) temporary by name.
-  if (std::string err = m->file.Create(out_path); !err.empty()) return Error{err};
+  if (Status st = m->file.Create(out_path); !st.ok()) return Error{st.message()};
   close(m->file.ReleaseFd());
   // One thread writes: no allocator statistics (a global mutex per malloc).
   // Process-wide and only before SQLite starts; later calls fail harmlessly.
@@ -158,14 +179,14 @@ Result<std::unique_ptr<SqliteTables>> SqliteTables::Create(const std::string& ou
   std::unique_ptr<SqliteTables> t(new SqliteTables(std::move(m)));
   Impl& s = *t->impl_;
   if (!s.Check(sqlite3_open_v2(s.file.temp_path().c_str(), &s.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr), "opening"))
-    return Error{s.error};
+    return Error{s.error.message()};
   // Derived data, written once by one process: no journal, no fsync, no
   // locking round trips. A 16 MiB page cache: the tables are appended to, so
   // a larger one buys nothing but memory.
   s.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
          "PRAGMA page_size=65536; PRAGMA cache_size=-16384; PRAGMA temp_store=FILE;",
          "setting up");
-  s.Exec(fleet::SqliteCreateTables().c_str(), "creating tables");
+  s.Exec(CreateTables().c_str(), "creating tables");
   s.Exec("BEGIN", "starting the transaction");
   for (int i = 0; i < fleet::kTableCount; ++i) {
     const fleet::TableDef& def = fleet::TableOf(static_cast<fleet::Table>(i));
@@ -177,13 +198,23 @@ Result<std::unique_ptr<SqliteTables>> SqliteTables::Create(const std::string& ou
     for (int r = 1; r < kBatchRows; ++r) batch += "," + row;
     s.Check(s.insert_batch[i].Prepare(s.db, batch), "preparing");
   }
-  if (!s.error.empty()) return Error{s.error};
+  if (!s.error.ok()) return Error{s.error.message()};
   return t;
 }
 
-std::string SqliteTables::Row(fleet::Table table, std::span<const fleet::Value> values) {
+// Every dump goes into one transaction; a dump that fails half way cannot
+// leave rows behind because the walk fails before its first row (a dump is
+// checked whole when it is opened). A dump given twice (the same file under
+// two names, a directory and a file in it) goes in once, as in a dataset.
+Result<fleet::DatasetSink::Start> SqliteTables::BeginDump(const fleet::DumpIdentity& id) {
+  return impl_->seen.insert(id.dump_id).second ? Start::kExport : Start::kAlreadyThere;
+}
+
+Status SqliteTables::EndDump(bool) { return Status::Ok(); }
+
+Status SqliteTables::Row(fleet::Table table, std::span<const fleet::Value> values) {
   Impl& m = *impl_;
-  if (!m.error.empty()) return m.error;
+  if (!m.error.ok()) return m.error;
   Pending& p = m.pending[table];
   for (const fleet::Value& v : values) {
     if (v.kind != fleet::Value::kText) {
@@ -198,24 +229,24 @@ std::string SqliteTables::Row(fleet::Table table, std::span<const fleet::Value> 
   return m.error;
 }
 
-std::string SqliteTables::Finish(bool indexes) {
+Status SqliteTables::Finish(bool indexes) {
   Impl& m = *impl_;
-  if (m.db == nullptr) return m.error.empty() ? "no database open" : m.error;
-  for (int t = 0; t < fleet::kTableCount && m.error.empty(); ++t) m.Flush(static_cast<fleet::Table>(t));
+  if (m.db == nullptr) return m.error.ok() ? Status::Error("no database open") : m.error;
+  for (int t = 0; t < fleet::kTableCount && m.error.ok(); ++t) m.Flush(static_cast<fleet::Table>(t));
   for (auto& s : m.insert) s.Finalize();
   for (auto& s : m.insert_batch) s.Finalize();
-  if (m.error.empty() && indexes) m.Exec(kSqlIndexes, "creating indexes");
-  if (m.error.empty()) m.Exec(kSqlViews, "creating views");
-  if (m.error.empty()) m.Exec("COMMIT", "committing");
-  if (m.error.empty()) m.Check(sqlite3_close(m.db), "closing");
+  if (m.error.ok() && indexes) m.Exec(kSqlIndexes, "creating indexes");
+  if (m.error.ok()) m.Exec(kSqlViews, "creating views");
+  if (m.error.ok()) m.Exec("COMMIT", "committing");
+  if (m.error.ok()) m.Check(sqlite3_close(m.db), "closing");
   else sqlite3_close(m.db);
   m.db = nullptr;
-  if (m.error.empty()) m.error = m.file.Commit();
-  if (!m.error.empty()) {
+  if (m.error.ok()) m.error = m.file.Commit();
+  if (!m.error.ok()) {
     m.Abandon();
     return m.error;
   }
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace lookback::analyses

@@ -28,42 +28,42 @@ std::string_view StripComment(std::string_view line) {
   return line;
 }
 
-// "" when `pattern` is a well-formed glob.
-std::string CheckGlob(std::string_view pattern) {
+// Ok when `pattern` is a well-formed glob.
+Status CheckGlob(std::string_view pattern) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] != '[') continue;
     size_t j = i + 1;
     if (j < pattern.size() && pattern[j] == '!') ++j;
     if (j < pattern.size() && pattern[j] == ']') ++j;  // a leading ']' is literal
     while (j < pattern.size() && pattern[j] != ']') ++j;
-    if (j >= pattern.size()) return fmt::format("unclosed '[' in pattern '{}'", pattern);
+    if (j >= pattern.size()) return Status::Error(fmt::format("unclosed '[' in pattern '{}'", pattern));
     i = j;
   }
-  return "";
+  return Status::Ok();
 }
 
 const char* const kKeys = "name, chain, min, min-top, description";
 
 }  // namespace
 
-std::string ParseDuration(std::string_view text, int64_t* ns) {
+Status ParseDuration(std::string_view text, int64_t* ns) {
   const std::string s(Trim(text));
-  if (s.empty()) return "missing duration";
+  if (s.empty()) return Status::Error("missing duration");
   errno = 0;
   char* rest = nullptr;
   const double v = strtod(s.c_str(), &rest);
   if (rest == s.c_str() || errno != 0 || !std::isfinite(v) || v < 0)
-    return fmt::format("bad duration '{}' (e.g. 10ms, 1.5s, 250us)", s);
+    return Status::Error(fmt::format("bad duration '{}' (e.g. 10ms, 1.5s, 250us)", s));
   const std::string unit(Trim(rest));
   double mult = 0;
   if (unit == "ns") mult = 1;
   else if (unit == "us" || unit == "\xc2\xb5s") mult = 1e3;
   else if (unit == "ms") mult = 1e6;
   else if (unit == "s") mult = 1e9;
-  else return fmt::format("bad duration '{}': the unit must be ns, us, ms or s", s);
-  if (v * mult > 9e18) return fmt::format("duration '{}' is too long", s);
+  else return Status::Error(fmt::format("bad duration '{}': the unit must be ns, us, ms or s", s));
+  if (v * mult > 9e18) return Status::Error(fmt::format("duration '{}' is too long", s));
   *ns = static_cast<int64_t>(std::llround(v * mult));
-  return "";
+  return Status::Ok();
 }
 
 std::string ChainText(const Signature& s) {
@@ -75,21 +75,17 @@ std::string ChainText(const Signature& s) {
   return out;
 }
 
-SignatureFile ParseSignatures(std::string_view text, const std::string& origin) {
-  SignatureFile file;
+Result<std::vector<Signature>> ParseSignatures(std::string_view text, const std::string& origin) {
+  std::vector<Signature> sigs;
   std::set<std::string> names;
   std::set<std::string> keys_seen;  // in the current block
   int line_no = 0;
-  auto fail = [&](int line, const std::string& message) {
-    file.error = fmt::format("{}:{}: {}", origin, line, message);
-    file.signatures.clear();
-    return file;
-  };
-  auto finish_block = [&]() -> std::string {
-    if (file.signatures.empty()) return "";
-    const Signature& s = file.signatures.back();
-    if (s.chain.empty()) return fmt::format("signature '{}' has no 'chain:'", s.name);
-    return "";
+  auto fail = [&](int line, const std::string& message) { return Error{fmt::format("{}:{}: {}", origin, line, message)}; };
+  auto finish_block = [&]() -> Status {
+    if (sigs.empty()) return Status::Ok();
+    const Signature& s = sigs.back();
+    if (s.chain.empty()) return Status::Error(fmt::format("signature '{}' has no 'chain:'", s.name));
+    return Status::Ok();
   };
   size_t pos = 0;
   while (pos < text.size()) {
@@ -108,30 +104,30 @@ SignatureFile ParseSignatures(std::string_view text, const std::string& origin) 
     const std::string_view value = Trim(line.substr(colon + 1));
     if (key == "min-last") key = "min";
     if (key == "name") {
-      if (std::string err = finish_block(); !err.empty()) return fail(file.signatures.back().line, err);
+      if (Status st = finish_block(); !st.ok()) return fail(sigs.back().line, st.message());
       if (value.empty()) return fail(line_no, "empty signature name");
       if (!names.insert(std::string(value)).second)
         return fail(line_no, fmt::format("signature '{}' is defined twice", value));
       Signature s;
       s.name = value;
       s.line = line_no;
-      file.signatures.push_back(std::move(s));
+      sigs.push_back(std::move(s));
       keys_seen.clear();
       keys_seen.insert(key);
       continue;
     }
     if (key != "chain" && key != "min" && key != "min-top" && key != "description")
       return fail(line_no, fmt::format("unknown key '{}' (keys: {})", key, kKeys));
-    if (file.signatures.empty())
+    if (sigs.empty())
       return fail(line_no, fmt::format("'{}:' before any 'name:' (each signature starts with 'name: NAME')", key));
     if (!keys_seen.insert(key).second)
-      return fail(line_no, fmt::format("'{}:' given twice for signature '{}'", key, file.signatures.back().name));
-    Signature& s = file.signatures.back();
+      return fail(line_no, fmt::format("'{}:' given twice for signature '{}'", key, sigs.back().name));
+    Signature& s = sigs.back();
     if (key == "description") {
       s.description = value;
     } else if (key == "min" || key == "min-top") {
       int64_t ns = 0;
-      if (std::string err = ParseDuration(value, &ns); !err.empty()) return fail(line_no, err);
+      if (Status st = ParseDuration(value, &ns); !st.ok()) return fail(line_no, st.message());
       (key == "min" ? s.min_last_ns : s.min_top_ns) = ns;
     } else {  // chain: operators are '>' and '>>' with blanks on both sides
       if (value.empty()) return fail(line_no, "empty chain");
@@ -152,7 +148,7 @@ SignatureFile ParseSignatures(std::string_view text, const std::string& origin) 
           if (s.chain.empty()) return fail(line_no, "the chain starts with an operator: expected a pattern first");
           return fail(line_no, fmt::format("missing pattern after '{}'", direct ? ">" : ">>"));
         }
-        if (std::string err = CheckGlob(pattern); !err.empty()) return fail(line_no, err);
+        if (Status st = CheckGlob(pattern); !st.ok()) return fail(line_no, st.message());
         if (pattern.front() == '>' || (pattern.find(">>") != std::string_view::npos &&
                                        pattern.find("operator>>") == std::string_view::npos))
           return fail(line_no, fmt::format("'{}': write '>' and '>>' with blanks on both sides", pattern));
@@ -163,18 +159,14 @@ SignatureFile ParseSignatures(std::string_view text, const std::string& origin) 
       }
     }
   }
-  if (std::string err = finish_block(); !err.empty()) return fail(file.signatures.back().line, err);
-  if (file.signatures.empty()) return fail(line_no == 0 ? 1 : line_no, "no signature in the file (expected 'name: NAME' then 'chain: A >> B')");
-  return file;
+  if (Status st = finish_block(); !st.ok()) return fail(sigs.back().line, st.message());
+  if (sigs.empty()) return fail(line_no == 0 ? 1 : line_no, "no signature in the file (expected 'name: NAME' then 'chain: A >> B')");
+  return sigs;
 }
 
-SignatureFile LoadSignatures(const std::string& path) {
+Result<std::vector<Signature>> LoadSignatures(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    SignatureFile file;
-    file.error = fmt::format("{}: cannot read: {}", path, strerror(errno));
-    return file;
-  }
+  if (!f) return Error{fmt::format("{}: cannot read: {}", path, strerror(errno))};
   std::stringstream ss;
   ss << f.rdbuf();
   return ParseSignatures(ss.str(), path);

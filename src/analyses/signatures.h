@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "symbolize/names.h"
+#include "common/result.h"
+#include "common/status.h"
 #include "model/walk.h"
 
 namespace lookback::analyses {
@@ -44,14 +46,10 @@ struct Signature {
   int line = 0;             // where its block starts in the file
 };
 
-struct SignatureFile {
-  std::string error;  // "FILE:LINE: message", or "" when parsed
-  std::vector<Signature> signatures;
-};
-
-// `origin` names the text in errors (usually the file name).
-SignatureFile ParseSignatures(std::string_view text, const std::string& origin);
-SignatureFile LoadSignatures(const std::string& path);
+// The signatures of a file, or an error "ORIGIN:LINE: message". `origin`
+// names the text in errors (usually the file name).
+Result<std::vector<Signature>> ParseSignatures(std::string_view text, const std::string& origin);
+Result<std::vector<Signature>> LoadSignatures(const std::string& path);
 
 // Renders a chain back to its text form ("a >> b > c").
 std::string ChainText(const Signature& s);
@@ -64,8 +62,8 @@ using symbolize::NameMatches;
 using symbolize::ShortName;
 using symbolize::WithoutParameters;
 
-// Parses "10ms", "1.5s", "250us", "800ns" (a unit is required). Returns "" or an error.
-std::string ParseDuration(std::string_view text, int64_t* ns);
+// Parses "10ms", "1.5s", "250us", "800ns" (a unit is required).
+Status ParseDuration(std::string_view text, int64_t* ns);
 
 struct MatchWorst {  // the slowest match: where to look
   uint32_t tid = 0;

@@ -119,9 +119,9 @@ Outcome Run(const AttachOptions& given, const RecordOptions& o) {
     for (char& c : value) c = c == ',' ? ';' : c;
     options += "," + key + "=" + value;
   }
-  const AttachOutcome r = LoadAgent(a.pid, agent, options, a.timeout_s);
-  if (!r.error.empty()) return Outcome::Error(r.error);
-  if (r.agent_result != 0) return Outcome::Error(AgentResultText(r.agent_result));
+  const Result<int> r = LoadAgent(a.pid, agent, options, a.timeout_s);
+  if (!r.ok()) return Outcome::Error(r.error().message);
+  if (r.value() != 0) return Outcome::Error(AgentResultText(r.value()));
   if (!o.quiet) {
     fprintf(stderr, "lookback: attached to JVM %d (%s mode); dumps go to %s\n", static_cast<int>(a.pid),
             o.jvm_mode.c_str(), Absolute(o.dir).c_str());

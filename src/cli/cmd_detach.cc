@@ -19,9 +19,9 @@ Runner SetupDetach(CLI::App* sub) {
   return [pid, timeout] {
     const std::string agent = FindJvmAgent();
     if (agent.empty()) return Outcome::Error("cannot find liblookback-jvm.so next to liblookback.so");
-    const AttachOutcome r = LoadAgent(*pid, agent, "detach", *timeout);
-    if (!r.error.empty()) return Outcome::Error(r.error);
-    if (r.agent_result != 0) return Outcome::Error(AgentResultText(r.agent_result));
+    const Result<int> r = LoadAgent(*pid, agent, "detach", *timeout);
+    if (!r.ok()) return Outcome::Error(r.error().message);
+    if (r.value() != 0) return Outcome::Error(AgentResultText(r.value()));
     fprintf(stderr, "lookback: detached from JVM %d: its classes are back to their original code\n",
             static_cast<int>(*pid));
     return Outcome::Ok();

@@ -110,11 +110,11 @@ std::string Json(const analyses::SignatureMatcher& m, const format::Dump& d, con
 Outcome Run(const MatchOptions& o) {
   if (o.format != "table" && o.format != "json") return Outcome::Usage("unknown --format '" + o.format + "' (table or json)");
   if (Outcome out = CheckWindow(o.window); !out.ok()) return out;
-  analyses::SignatureFile file = analyses::LoadSignatures(o.signatures);
-  if (!file.error.empty()) return Outcome::Usage(file.error);
+  auto file = analyses::LoadSignatures(o.signatures);
+  if (!file.ok()) return Outcome::Usage(file.error().message);
   OpenedDump od;
   if (Outcome out = od.Open(o.path, o.symbols, o.thread, o.window, o.quiet); !out.ok()) return out;
-  analyses::SignatureMatcher matcher(std::move(file.signatures));
+  analyses::SignatureMatcher matcher(std::move(file.value()));
   model::WalkResult res = model::Walk(od.dump(), od.symbols(), od.Walking("matching"), matcher);
   od.Done();
   if (!res.status.ok()) return Outcome::Of(res.status);

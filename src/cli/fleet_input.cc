@@ -80,10 +80,11 @@ void AddFleetOptions(CLI::App* sub, FleetInput* in) {
 
 Outcome ExportFleet(const FleetInput& in, analyses::fleet::DatasetSink& target, const char* verb) {
   if (Outcome out = CheckWindow(in.window); !out.ok()) return out;
-  analyses::SignatureFile sigs;
+  std::vector<analyses::Signature> sigs;
   if (!in.signatures.empty()) {
-    sigs = analyses::LoadSignatures(in.signatures);
-    if (!sigs.error.empty()) return Outcome::Usage(sigs.error);
+    auto loaded = analyses::LoadSignatures(in.signatures);
+    if (!loaded.ok()) return Outcome::Usage(loaded.error().message);
+    sigs = std::move(loaded.value());
   }
   int skipped = 0;
   const std::vector<std::string> dumps = Expand(in.paths, &skipped);
@@ -117,7 +118,7 @@ Outcome ExportFleet(const FleetInput& in, analyses::fleet::DatasetSink& target, 
     }
     analyses::fleet::FleetOptions fo;
     fo.file = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-    fo.signatures = in.signatures.empty() ? nullptr : &sigs.signatures;
+    fo.signatures = in.signatures.empty() ? nullptr : &sigs;
     model::WalkOptions wo = od.Walking(verb);  // --thread, --window; the run's bar instead of the dump's
     od.Done();
     wo.progress = &FleetProgress::Walked;

@@ -69,15 +69,12 @@ std::string FindJvmAgent() {
   return access(agent.c_str(), R_OK) == 0 ? agent : std::string();
 }
 
-AttachOutcome LoadAgent(pid_t pid, const std::string& agent, const std::string& options, int timeout_s) {
-  AttachOutcome out;
+Result<int> LoadAgent(pid_t pid, const std::string& agent, const std::string& options, int timeout_s) {
   if (kill(pid, 0) != 0) {
-    out.error = "no process " + std::to_string(pid) + " (" + strerror(errno) + ")";
-    return out;
+    return Error{"no process " + std::to_string(pid) + " (" + strerror(errno) + ")"};
   }
   if (!IsJvm(pid)) {
-    out.error = "process " + std::to_string(pid) + " is not a JVM (no libjvm.so mapped)";
-    return out;
+    return Error{"process " + std::to_string(pid) + " is not a JVM (no libjvm.so mapped)"};
   }
   // The socket lives in the JVM's /tmp, seen through its root (containers).
   const std::string root = "/proc/" + std::to_string(pid) + "/root";
@@ -90,8 +87,7 @@ AttachOutcome LoadAgent(pid_t pid, const std::string& agent, const std::string& 
       fd = open(trigger.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
     }
     if (fd < 0) {
-      out.error = "cannot create the attach trigger file (" + std::string(strerror(errno)) + ")";
-      return out;
+      return Error{"cannot create the attach trigger file (" + std::string(strerror(errno)) + ")"};
     }
     close(fd);
     kill(pid, SIGQUIT);
@@ -99,24 +95,21 @@ AttachOutcome LoadAgent(pid_t pid, const std::string& agent, const std::string& 
     for (int delay = 10; !IsSocket(sock) && NowMs() < deadline; delay = std::min(delay * 2, 200)) usleep(delay * 1000);
     unlink(trigger.c_str());
     if (!IsSocket(sock)) {
-      out.error = "the JVM did not start its attach listener (started with -XX:+DisableAttachMechanism, or "
-                  "another user's JVM?)";
-      return out;
+      return Error{"the JVM did not start its attach listener (started with -XX:+DisableAttachMechanism, or "
+                  "another user's JVM?)"};
     }
   }
   const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (s < 0 || sock.size() >= sizeof addr.sun_path) {
-    out.error = "cannot open a socket";
     if (s >= 0) close(s);
-    return out;
+    return Error{"cannot open a socket"};
   }
   memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
   if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    out.error = "cannot connect to the JVM's attach listener (" + std::string(strerror(errno)) + ")";
     close(s);
-    return out;
+    return Error{"cannot connect to the JVM's attach listener (" + std::string(strerror(errno)) + ")"};
   }
   std::string request;
   for (const std::string& part : {std::string("1"), std::string("load"), agent, std::string("true"), options}) {
@@ -124,9 +117,8 @@ AttachOutcome LoadAgent(pid_t pid, const std::string& agent, const std::string& 
     request.push_back('\0');
   }
   if (!WriteAll(s, request)) {
-    out.error = "the JVM closed the attach connection";
     close(s);
-    return out;
+    return Error{"the JVM closed the attach connection"};
   }
   std::string reply;
   const uint64_t deadline = NowMs() + static_cast<uint64_t>(timeout_s) * 1000;
@@ -143,27 +135,22 @@ AttachOutcome LoadAgent(pid_t pid, const std::string& agent, const std::string& 
   }
   close(s);
   if (NowMs() >= deadline && reply.find('\n') == std::string::npos) {
-    out.error = "the JVM did not answer within " + std::to_string(timeout_s) + " s";
-    return out;
+    return Error{"the JVM did not answer within " + std::to_string(timeout_s) + " s"};
   }
   const size_t nl = reply.find('\n');
   const std::string status = reply.substr(0, nl);
   const std::string rest = nl == std::string::npos ? "" : reply.substr(nl + 1);
-  if (status != "0") {
-    out.error = "the JVM refused the load command: " + (rest.empty() ? status : rest);
-    return out;
-  }
+  if (status != "0") return Error{"the JVM refused the load command: " + (rest.empty() ? status : rest)};
   const std::string prefix = "return code: ";
-  if (rest.rfind(prefix, 0) == 0) {
-    out.agent_result = atoi(rest.c_str() + prefix.size());
-  } else if (!rest.empty() && (rest[0] == '-' || (rest[0] >= '0' && rest[0] <= '9'))) {
-    out.agent_result = atoi(rest.c_str());  // older JDKs: the number alone
-  } else if (!rest.empty()) {
+  if (rest.rfind(prefix, 0) == 0) return atoi(rest.c_str() + prefix.size());
+  if (!rest.empty() && (rest[0] == '-' || (rest[0] >= '0' && rest[0] <= '9')))
+    return atoi(rest.c_str());  // older JDKs: the number alone
+  if (!rest.empty()) {
     std::string msg = rest;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    out.error = "the JVM could not load the agent: " + msg;
+    return Error{"the JVM could not load the agent: " + msg};
   }
-  return out;
+  return 0;
 }
 
 std::string AgentResultText(int code) {

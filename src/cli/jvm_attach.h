@@ -6,17 +6,15 @@
 
 #include <string>
 
-namespace lookback::cli {
+#include "common/result.h"
 
-struct AttachOutcome {
-  std::string error;    // "" when the JVM ran Agent_OnAttach
-  int agent_result = 0;  // what Agent_OnAttach returned
-};
+namespace lookback::cli {
 
 // Loads `agent` (an absolute path) into JVM `pid` with `options`, waiting at
 // most `timeout_s` for the JVM to answer (the agent's start-up, which
-// rewrites every loaded class, is part of it).
-AttachOutcome LoadAgent(pid_t pid, const std::string& agent, const std::string& options, int timeout_s);
+// rewrites every loaded class, is part of it). The value is what the agent's
+// Agent_OnAttach returned; an error, why the JVM did not run it.
+Result<int> LoadAgent(pid_t pid, const std::string& agent, const std::string& options, int timeout_s);
 
 // What a non-zero value of Agent_OnAttach (agent.cc, AttachResult) means.
 std::string AgentResultText(int code);

@@ -540,56 +540,90 @@ format::TriggerInfo TriggerSection(const Trigger& trigger) {
   return t;
 }
 
-DumpOutcome WriteDumpLocked(const Trigger& trigger) {
-  // Phases (DumpPhases): prepare everything that does not depend on the
-  // records and memory for a copy of every ring; copy every ring in one pass
-  // (the loss window); pack the sections in place around the copies; write.
-  const uint64_t t_begin = MonotonicNs();
-  const uint64_t cpu_begin = ThreadCpuNs();
-  const std::string& reason = trigger.reason;
-  Runtime& rt = R();
-  DumpOutcome out;
-  DumpPhases& ph = out.phases;
-  ph.queued_ns = trigger.received_ns != 0 && trigger.received_ns < t_begin ? t_begin - trigger.received_ns : 0;
-  ReclaimExitedRings();  // a dump holds at most keep_exited exited threads
-  const std::string& dir = rt.config.dir;
-  if (!MakeDirs(dir, &out.error)) return out;
+namespace {
+
+// One dump being written: what its phases hand on to each other.
+// WriteDumpLocked runs the phases in order and times them (DumpPhases); they
+// are defined below in that order.
+struct DumpWriter {
+  DumpWriter(const Trigger& t, DumpOutcome* o) : trigger(t), rt(R()), out(*o), ph(o->phases), dir(rt.config.dir) {}
+
+  bool CreateTemporary();
+  void ReadDumpClock();
+  void BuildHead();
+  void CollectThreads();
+  void TakeFreeText();
+  bool PrepareImage();
+  void WriteBatches();
+  size_t BatchEnd(size_t b) const;
+  void SnapshotBatch(size_t b, size_t e);
+  char* PackBatch(size_t b, size_t e);
+  char* PackThread(ThreadDump& t, char* at);
+  void WriteWholeBlocks(const char* packed_end);
+  void AppendMetadata();
+  void PatchHeader();
+  int LinkFinalName();
+  DumpOutcome Fail(int err);
+
+  const Trigger& trigger;
+  Runtime& rt;
+  DumpOutcome& out;
+  DumpPhases& ph;
+  const std::string& dir;
+  uint32_t seq = 0;
+  std::string final_path, tmp_path;
+  DumpFile file;
+  ClockPair now;
+  Calibration cal;
+  std::string head;       // the file header (patched at the end) and the first sections
+  uint32_t sections = 0;  // so far (the file header's count)
+  std::vector<ThreadDump> threads;
+  uint64_t all_room = 0, largest = 0;  // the threads' rooms in the image: all together, the largest one
+  std::vector<std::pair<std::string, std::string>> free_text;  // METADATA's entries of any length
+  uint64_t metadata_room = 0;
+  uint64_t lead = 0;    // bytes of the image before the threads' rooms
+  uint64_t budget = 0;  // bytes of the image for the rooms of one batch
+  char* image = nullptr;
+  uint64_t pending = 0;         // bytes at the start of the image not yet written
+  bool any_fast_clock = false;  // then the header asks for a reader that knows fast-clock bounds
+};
+
+// Names the dump and creates its temporary file. False: out.error says why.
+bool DumpWriter::CreateTemporary() {
   // After an exec the same pid counts from 1 again: never replace a dump.
-  uint32_t seq;
-  std::string name, final_path;
+  std::string name;
   do {
     seq = rt.dump_seq.fetch_add(1) + 1;
     name = rt.process_name + "-" + std::to_string(rt.pid) + "-" + std::to_string(seq) + ".lbk";
     final_path = dir + "/" + name;
   } while (access(final_path.c_str(), F_OK) == 0);
-  const std::string tmp_path = dir + "/." + name + ".tmp";
-  DumpFile file;
+  tmp_path = dir + "/." + name + ".tmp";
   if (!file.Create(tmp_path)) {
     out.error = "cannot create '" + tmp_path + "': " + strerror(errno);
-    return out;
+    return false;
   }
-  auto fail = [&](int err) {
-    unlink(tmp_path.c_str());
-    out.error = "cannot write dump '" + final_path + "': " + strerror(err);
-    return out;
-  };
+  return true;
+}
 
-  // Clock first: the dump-time reference pair, and a baseline of >= 10 ms
-  // for the TSC frequency (short runs wait out the rest: it is off the hot path).
-  ClockPair now = ReadClockPair();
+// Clock first: the dump-time reference pair, and a baseline of >= 10 ms
+// for the TSC frequency (short runs wait out the rest: it is off the hot path).
+void DumpWriter::ReadDumpClock() {
+  now = ReadClockPair();
   if (now.mono_ns < rt.start_clock.mono_ns + 10000000ull) {
     const uint64_t wait_ns = rt.start_clock.mono_ns + 10000000ull - now.mono_ns;
     timespec ts{0, static_cast<long>(wait_ns)};
     nanosleep(&ts, nullptr);
     now = ReadClockPair();
   }
-  const Calibration cal = Calibrate(rt.start_clock, now);
+  cal = Calibrate(rt.start_clock, now);
+}
 
-  // Everything but the threads: the file header (patched at the end) and the
-  // first sections.
-  std::string head(format::kFileHeaderSize, '\0');
-  uint32_t sections = 0;
-  AppendSection(&head, format::SectionType::kProcess, format::EncodeProcess(ProcessSection(seq, now, reason)), &sections);
+// Everything but the threads: the file header (patched at the end) and the
+// first sections.
+void DumpWriter::BuildHead() {
+  head.assign(format::kFileHeaderSize, '\0');
+  AppendSection(&head, format::SectionType::kProcess, format::EncodeProcess(ProcessSection(seq, now, trigger.reason)),
+                &sections);
   AppendSection(&head, format::SectionType::kClock, format::EncodeClock(ClockSection(cal, now)), &sections);
   {
     std::vector<format::ModuleInfo> mods;
@@ -601,11 +635,11 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   }
   AppendSection(&head, format::SectionType::kStats, format::EncodeStats(StatsSection()), &sections);
   AppendSection(&head, format::SectionType::kTrigger, format::EncodeTrigger(TriggerSection(trigger)), &sections);
+}
 
-  // The threads, their names (a /proc read each: not while copying) and the
-  // room each needs in the image.
-  std::vector<ThreadDump> threads;
-  uint64_t all_room = 0, largest = 0;
+// The threads, their names (a /proc read each: not while copying) and the
+// room each needs in the image.
+void DumpWriter::CollectThreads() {
   for (uint32_t i = 0; i < rt.registry_size; ++i) {
     Ring* r = rt.registry[i].load(std::memory_order_acquire);
     if (r == nullptr) continue;
@@ -625,205 +659,287 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
     largest = std::max(largest, t.room);
   }
   ph.threads = static_cast<uint32_t>(threads.size());
-  // The image starts with what is still to be written (the first sections,
-  // later the last partial block), then the threads' rooms, then room for
-  // METADATA. With too little memory for every thread at once, batches of
-  // threads, each copied, packed and written before the next.
-  const uint64_t lead = std::max<uint64_t>(head.size(), kBlock);
-  // METADATA's entries of any length (front-ends' notes as "note.<key>",
-  // the budget's lists) are taken now, so its room is known: a block for
-  // the fixed entries, and what these need.
-  std::vector<std::pair<std::string, std::string>> free_text = BudgetMetadata();
+}
+
+// METADATA's entries of any length (front-ends' notes as "note.<key>",
+// the budget's lists) are taken now, so its room is known: a block for
+// the fixed entries, and what these need.
+void DumpWriter::TakeFreeText() {
+  free_text = BudgetMetadata();
   for (const auto& [k, text] : Notes()) free_text.emplace_back(std::string(format::metadata::kNotePrefix) + k, text);
   if (!rt.config.stall_idle.empty()) {  // where the program waits by its own account: analyses count it as waiting
     std::string globs;
     for (const std::string& g : rt.config.stall_idle) globs += (globs.empty() ? "" : ",") + g;
     free_text.emplace_back(format::metadata::kStallIdle, globs);
   }
-  uint64_t kMetadataRoom = kBlock;
-  for (const auto& [k, v] : free_text) kMetadataRoom += 8 + k.size() + v.size();
-  uint64_t budget = all_room;
+  metadata_room = kBlock;
+  for (const auto& [k, v] : free_text) metadata_room += 8 + k.size() + v.size();
+}
+
+// The image starts with what is still to be written (the first sections,
+// later the last partial block), then the threads' rooms, then room for
+// METADATA. With too little memory for every thread at once, batches of
+// threads, each copied, packed and written before the next. False: not even
+// one thread's room could be had.
+bool DumpWriter::PrepareImage() {
+  lead = std::max<uint64_t>(head.size(), kBlock);
+  budget = all_room;
   if (rt.config.dump_memory != 0) budget = std::min(budget, std::max(rt.config.dump_memory, largest));
-  char* image = nullptr;
-  while ((image = MapImage(lead + budget + kMetadataRoom)) == nullptr) {
-    if (budget <= largest) return fail(ENOMEM);
+  while ((image = MapImage(lead + budget + metadata_room)) == nullptr) {
+    if (budget <= largest) return false;
     budget = std::max(budget / 2, largest);
   }
   g_image.last_used_ns = MonotonicNs();
   memcpy(image, head.data(), head.size());
-  uint64_t pending = head.size();  // bytes at the start of the image not yet written
-  const uint64_t t_prepared = MonotonicNs();
-  ph.prepare_ns = t_prepared - t_begin;
+  pending = head.size();
+  return true;
+}
 
+// The batch loop: each batch of threads copied, packed and written before the
+// next (one batch, normally).
+void DumpWriter::WriteBatches() {
   uint64_t snapshot_begin = 0, snapshot_end = 0;
-  bool any_fast_clock = false;  // then the header asks for a reader that knows fast-clock bounds
   for (size_t b = 0; b < threads.size() && file.error() == 0;) {
-    // The batch: threads [b, e), whose rooms fit the image (all, normally).
-    size_t e = b;
-    for (uint64_t used = 0; e < threads.size() && (e == b || used + threads[e].room <= budget); ++e) used += threads[e].room;
+    const size_t e = BatchEnd(b);
     ++ph.batches;
-
-    // Snapshot: copies only, nothing else while the writers may overwrite.
-    // Each copy goes to the end of its thread's room, after the space its
-    // section headers will take.
     const uint64_t t0 = MonotonicNs();
     if (snapshot_begin == 0) snapshot_begin = t0;
-    char* room = image + lead;
-    for (size_t i = b; i < e; ++i) {
-      ThreadDump& t = threads[i];
-      const Ring& r = *t.ring;
-      t.exited = r.state.load(std::memory_order_acquire) == kRingExited;
-      auto* dst = reinterpret_cast<uint64_t*>(room + ThreadHeadRoom(t.name));
-      const RingWindow w = SnapshotRingInto(r, dst);
-      t.records = dst + w.offset;
-      t.count = w.count;
-      t.lost = w.first;
-      t.snap_tsc = __rdtsc();
-      // A fast-clock ring of the dumping thread itself ends where it stopped
-      // recording: its last untimed records are bounded there.
-      if (r.fast_mask != 0 && PausedAt(&r) != 0) t.snap_tsc = PausedAt(&r);
-      if (r.samples != nullptr) {
-        t.samples_lost = SnapshotSamples(*r.samples, &t.samples, &t.states);
-      } else {
-        CopyCpuLog(r, !t.exited, &t.cpu);
-        if (t.cpu.size() > (kCpuLogCapacity + 1) * 2) t.cpu.resize((kCpuLogCapacity + 1) * 2);  // the room reserved
-      }
-      ph.snapshot_bytes += t.count * 8 + (t.samples.size() + t.states.size()) * 8;
-      room += t.room;
-    }
+    SnapshotBatch(b, e);
     const uint64_t t1 = MonotonicNs();
     snapshot_end = t1;
-
-    // Encode: the window trim, then each thread's sections packed in place
-    // (always towards the start of the image: nothing not yet packed is
-    // overwritten).
-    char* at = image + pending;
-    for (size_t i = b; i < e; ++i) {
-      ThreadDump& t = threads[i];
-      const Ring& r = *t.ring;
-      uint64_t first = t.lost;
-      bool trimmed = false;
-      const uint64_t cutoff = WindowCutoff(rt.config.window_ns, cal, t.snap_tsc);
-      if (cutoff != 0) {
-        const uint64_t dropped = TrimToWindow(t.records, t.count, cutoff);
-        t.records += dropped;
-        t.count -= dropped;
-        first += dropped;
-        trimmed = dropped != 0;
-      }
-      if (r.fast_mask != 0 && t.lost > 0 && !trimmed) {
-        // A wrapped fast-clock ring: the untimed records at the window's
-        // start lost the reading before them to the wrap, so nothing bounds
-        // them below; the window starts at the first record that decodes
-        // (at most a group later), so every record in it does.
-        uint64_t skip = 0;
-        while (skip < t.count && format::IsUntimed(t.records[skip])) ++skip;
-        if (skip < t.count) {
-          t.records += skip;
-          t.count -= skip;
-          first += skip;
-        }
-      }
-      if (t.exited) {
-        // The name at exit; its room was planned for the name before the
-        // copy (at least 16 bytes): a longer name given since is cut to fit.
-        const std::string at_exit = RingName(r);
-        t.name = at_exit.substr(0, std::max<size_t>(t.name.size(), 16));
-      }
-      uint32_t flags = 0;
-      if (t.exited) flags |= format::kThreadExited;
-      if (t.lost > 0) flags |= format::kThreadWrapped;
-      if (!t.exited) flags |= format::kThreadTracing;
-      if (r.tid == rt.pid) flags |= format::kThreadMain;
-      if (trimmed) flags |= format::kThreadTrimmed;
-      if (r.fast_mask != 0) {
-        flags |= format::kThreadFastClock;
-        any_fast_clock = true;
-      }
-      format::ThreadInfo info;
-      info.tid = r.tid;
-      info.flags = flags;
-      info.capacity = r.capacity;
-      info.first_index = first;
-      info.record_count = t.count;
-      info.lost = t.lost;
-      info.start_tsc = r.start_tsc;
-      info.exit_tsc = t.exited ? r.exit_tsc.load(std::memory_order_relaxed) : 0;
-      info.snapshot_tsc = t.snap_tsc;
-      info.name = t.name;
-      const std::string p = format::EncodeThread(info);
-      const std::string h = format::SectionHeader(format::SectionType::kThread, p.size() + t.count * 8) + p;
-      memcpy(at, h.data(), h.size());
-      at += h.size();
-      memmove(at, t.records, t.count * 8);  // x86-64 is little-endian: the slots are the bytes
-      at += t.count * 8;
-      ++sections;
-      if (r.samples != nullptr) {
-        at += PackSamples(t, rt.config, cutoff, at);
-        ++sections;
-      } else if (!t.cpu.empty()) {
-        at += PackCpu(t, cutoff, at);
-        ++sections;
-      }
-    }
+    char* const packed_end = PackBatch(b, e);
     const uint64_t t2 = MonotonicNs();
     ph.encode_ns += t2 - t1;
-
-    // Write the whole blocks; the rest moves to the start of the image.
-    const uint64_t packed = static_cast<uint64_t>(at - image);
-    const uint64_t blocks = packed & ~(kBlock - 1);
-    file.AppendBlocks(image, blocks);
-    memmove(image, image + blocks, packed - blocks);
-    pending = packed - blocks;
+    WriteWholeBlocks(packed_end);
     ph.write_ns += MonotonicNs() - t2;
     b = e;
   }
   ph.snapshot_ns = snapshot_end - snapshot_begin;
   ph.direct = file.direct() && file.size() > 0;  // still on after the bulk: every block went out that way
+}
 
-  // METADATA last: how this dump was written, as far as known before its
-  // end (fsync and rename come after the last byte).
-  {
-    std::vector<std::pair<std::string, std::string>> entries = {
-        {format::metadata::kRequests, std::to_string(trigger.requests)},
-        {format::metadata::kQueuedNs, std::to_string(ph.queued_ns)},
-        {format::metadata::kPrepareNs, std::to_string(ph.prepare_ns)},
-        {format::metadata::kSnapshotNs, std::to_string(ph.snapshot_ns)},
-        {format::metadata::kSnapshotBytes, std::to_string(ph.snapshot_bytes)},
-        {format::metadata::kSnapshotBatches, std::to_string(ph.batches)},
-        {format::metadata::kEncodeNs, std::to_string(ph.encode_ns)},
-        {format::metadata::kWriteNs, std::to_string(ph.write_ns)},
-        {format::metadata::kWriteDirect, std::to_string(ph.direct)},
-        // Who wrote it, for fleets (docs/fleet.md): dumps from many machines end up side by side.
-        {format::metadata::kHost, rt.config.host},
-        {format::metadata::kLookbackVersion, LOOKBACK_VERSION},
-    };
-    entries.insert(entries.end(), free_text.begin(), free_text.end());
-    std::string p = format::EncodeMetadata(entries);
-    std::string section;
-    AppendSection(&section, format::SectionType::kMetadata, std::move(p), &sections);
-    memcpy(image + pending, section.data(), section.size());
-    pending += section.size();
+// The batch from thread b: threads [b, e), whose rooms fit the image (all, normally).
+size_t DumpWriter::BatchEnd(size_t b) const {
+  size_t e = b;
+  for (uint64_t used = 0; e < threads.size() && (e == b || used + threads[e].room <= budget); ++e) {
+    used += threads[e].room;
   }
-  file.AppendTail(image, pending);
+  return e;
+}
 
-  // The file header, now that the size and section count are known.
+// Snapshot: copies only, nothing else while the writers may overwrite.
+// Each copy goes to the end of its thread's room, after the space its
+// section headers will take.
+void DumpWriter::SnapshotBatch(size_t b, size_t e) {
+  char* room = image + lead;
+  for (size_t i = b; i < e; ++i) {
+    ThreadDump& t = threads[i];
+    const Ring& r = *t.ring;
+    t.exited = r.state.load(std::memory_order_acquire) == kRingExited;
+    auto* dst = reinterpret_cast<uint64_t*>(room + ThreadHeadRoom(t.name));
+    const RingWindow w = SnapshotRingInto(r, dst);
+    t.records = dst + w.offset;
+    t.count = w.count;
+    t.lost = w.first;
+    t.snap_tsc = __rdtsc();
+    // A fast-clock ring of the dumping thread itself ends where it stopped
+    // recording: its last untimed records are bounded there.
+    if (r.fast_mask != 0 && PausedAt(&r) != 0) t.snap_tsc = PausedAt(&r);
+    if (r.samples != nullptr) {
+      t.samples_lost = SnapshotSamples(*r.samples, &t.samples, &t.states);
+    } else {
+      CopyCpuLog(r, !t.exited, &t.cpu);
+      if (t.cpu.size() > (kCpuLogCapacity + 1) * 2) t.cpu.resize((kCpuLogCapacity + 1) * 2);  // the room reserved
+    }
+    ph.snapshot_bytes += t.count * 8 + (t.samples.size() + t.states.size()) * 8;
+    room += t.room;
+  }
+}
+
+// Encode: the window trim, then each thread's sections packed in place
+// (always towards the start of the image: nothing not yet packed is
+// overwritten). Returns the end of what is packed.
+char* DumpWriter::PackBatch(size_t b, size_t e) {
+  char* at = image + pending;
+  for (size_t i = b; i < e; ++i) at = PackThread(threads[i], at);
+  return at;
+}
+
+// Where the kept records of a thread's copy start (t->records and t->count
+// move to them); returns the ring index of the first one. *trimmed: the
+// window (`cutoff`, 0: none) dropped some.
+uint64_t StartWindow(ThreadDump* t, uint64_t cutoff, bool* trimmed) {
+  uint64_t first = t->lost;
+  *trimmed = false;
+  if (cutoff != 0) {
+    const uint64_t dropped = TrimToWindow(t->records, t->count, cutoff);
+    t->records += dropped;
+    t->count -= dropped;
+    first += dropped;
+    *trimmed = dropped != 0;
+  }
+  if (t->ring->fast_mask != 0 && t->lost > 0 && !*trimmed) {
+    // A wrapped fast-clock ring: the untimed records at the window's
+    // start lost the reading before them to the wrap, so nothing bounds
+    // them below; the window starts at the first record that decodes
+    // (at most a group later), so every record in it does.
+    uint64_t skip = 0;
+    while (skip < t->count && format::IsUntimed(t->records[skip])) ++skip;
+    if (skip < t->count) {
+      t->records += skip;
+      t->count -= skip;
+      first += skip;
+    }
+  }
+  return first;
+}
+
+// One thread's sections (THREAD, then SAMPLES or CPU) packed at `at`; returns
+// their end.
+char* DumpWriter::PackThread(ThreadDump& t, char* at) {
+  const Ring& r = *t.ring;
+  const uint64_t cutoff = WindowCutoff(rt.config.window_ns, cal, t.snap_tsc);
+  bool trimmed = false;
+  const uint64_t first = StartWindow(&t, cutoff, &trimmed);
+  if (t.exited) {
+    // The name at exit; its room was planned for the name before the
+    // copy (at least 16 bytes): a longer name given since is cut to fit.
+    const std::string at_exit = RingName(r);
+    t.name = at_exit.substr(0, std::max<size_t>(t.name.size(), 16));
+  }
+  uint32_t flags = 0;
+  if (t.exited) flags |= format::kThreadExited;
+  if (t.lost > 0) flags |= format::kThreadWrapped;
+  if (!t.exited) flags |= format::kThreadTracing;
+  if (r.tid == rt.pid) flags |= format::kThreadMain;
+  if (trimmed) flags |= format::kThreadTrimmed;
+  if (r.fast_mask != 0) {
+    flags |= format::kThreadFastClock;
+    any_fast_clock = true;
+  }
+  format::ThreadInfo info;
+  info.tid = r.tid;
+  info.flags = flags;
+  info.capacity = r.capacity;
+  info.first_index = first;
+  info.record_count = t.count;
+  info.lost = t.lost;
+  info.start_tsc = r.start_tsc;
+  info.exit_tsc = t.exited ? r.exit_tsc.load(std::memory_order_relaxed) : 0;
+  info.snapshot_tsc = t.snap_tsc;
+  info.name = t.name;
+  const std::string p = format::EncodeThread(info);
+  const std::string h = format::SectionHeader(format::SectionType::kThread, p.size() + t.count * 8) + p;
+  memcpy(at, h.data(), h.size());
+  at += h.size();
+  memmove(at, t.records, t.count * 8);  // x86-64 is little-endian: the slots are the bytes
+  at += t.count * 8;
+  ++sections;
+  if (r.samples != nullptr) {
+    at += PackSamples(t, rt.config, cutoff, at);
+    ++sections;
+  } else if (!t.cpu.empty()) {
+    at += PackCpu(t, cutoff, at);
+    ++sections;
+  }
+  return at;
+}
+
+// Write the whole blocks; the rest moves to the start of the image.
+void DumpWriter::WriteWholeBlocks(const char* packed_end) {
+  const uint64_t packed = static_cast<uint64_t>(packed_end - image);
+  const uint64_t blocks = packed & ~(kBlock - 1);
+  file.AppendBlocks(image, blocks);
+  memmove(image, image + blocks, packed - blocks);
+  pending = packed - blocks;
+}
+
+// METADATA last, after what is pending in the image: how this dump was
+// written, as far as known before its end (fsync and rename come after the
+// last byte).
+void DumpWriter::AppendMetadata() {
+  std::vector<std::pair<std::string, std::string>> entries = {
+      {format::metadata::kRequests, std::to_string(trigger.requests)},
+      {format::metadata::kQueuedNs, std::to_string(ph.queued_ns)},
+      {format::metadata::kPrepareNs, std::to_string(ph.prepare_ns)},
+      {format::metadata::kSnapshotNs, std::to_string(ph.snapshot_ns)},
+      {format::metadata::kSnapshotBytes, std::to_string(ph.snapshot_bytes)},
+      {format::metadata::kSnapshotBatches, std::to_string(ph.batches)},
+      {format::metadata::kEncodeNs, std::to_string(ph.encode_ns)},
+      {format::metadata::kWriteNs, std::to_string(ph.write_ns)},
+      {format::metadata::kWriteDirect, std::to_string(ph.direct)},
+      // Who wrote it, for fleets (docs/fleet.md): dumps from many machines end up side by side.
+      {format::metadata::kHost, rt.config.host},
+      {format::metadata::kLookbackVersion, LOOKBACK_VERSION},
+  };
+  entries.insert(entries.end(), free_text.begin(), free_text.end());
+  std::string p = format::EncodeMetadata(entries);
+  std::string section;
+  AppendSection(&section, format::SectionType::kMetadata, std::move(p), &sections);
+  memcpy(image + pending, section.data(), section.size());
+  pending += section.size();
+}
+
+// The file header, now that the size and section count are known.
+void DumpWriter::PatchHeader() {
   const std::string h = format::EncodeFileHeader(
       any_fast_clock ? format::kMinReaderVersionFastClock : format::kMinReaderVersion, sections, file.size());
   file.PatchAt(0, h);
-  ph.bytes = file.size();
-  const uint64_t t_written = MonotonicNs();
-  int err = file.SyncAndClose();
-  const uint64_t t_synced = MonotonicNs();
+}
+
+// The final name, once the file is synced and closed; 0 or errno (the
+// temporary is still there then).
+int DumpWriter::LinkFinalName() {
   // link() never replaces an existing file, unlike rename().
-  if (err == 0 && link(tmp_path.c_str(), final_path.c_str()) != 0) err = errno;
-  if (err != 0) return fail(err);
+  if (link(tmp_path.c_str(), final_path.c_str()) != 0) return errno;
   unlink(tmp_path.c_str());
   int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     fsync(dfd);  // make the rename itself durable
     close(dfd);
   }
+  return 0;
+}
+
+// Nothing partial is left behind: the temporary goes, the error is returned.
+DumpOutcome DumpWriter::Fail(int err) {
+  unlink(tmp_path.c_str());
+  out.error = "cannot write dump '" + final_path + "': " + strerror(err);
+  return out;
+}
+
+}  // namespace
+
+DumpOutcome WriteDumpLocked(const Trigger& trigger) {
+  // Phases (DumpPhases): prepare everything that does not depend on the
+  // records and memory for a copy of every ring; copy every ring in one pass
+  // (the loss window); pack the sections in place around the copies; write.
+  const uint64_t t_begin = MonotonicNs();
+  const uint64_t cpu_begin = ThreadCpuNs();
+  DumpOutcome out;
+  DumpPhases& ph = out.phases;
+  ph.queued_ns = trigger.received_ns != 0 && trigger.received_ns < t_begin ? t_begin - trigger.received_ns : 0;
+  ReclaimExitedRings();  // a dump holds at most keep_exited exited threads
+  DumpWriter d(trigger, &out);
+  if (!MakeDirs(d.dir, &out.error) || !d.CreateTemporary()) return out;
+  d.ReadDumpClock();
+  d.BuildHead();
+  d.CollectThreads();
+  d.TakeFreeText();
+  if (!d.PrepareImage()) return d.Fail(ENOMEM);
+  const uint64_t t_prepared = MonotonicNs();
+  ph.prepare_ns = t_prepared - t_begin;
+
+  d.WriteBatches();
+  d.AppendMetadata();
+  d.file.AppendTail(d.image, d.pending);
+  d.PatchHeader();
+  ph.bytes = d.file.size();
+  const uint64_t t_written = MonotonicNs();
+  int err = d.file.SyncAndClose();
+  const uint64_t t_synced = MonotonicNs();
+  if (err == 0) err = d.LinkFinalName();
+  if (err != 0) return d.Fail(err);
   const uint64_t t_done = MonotonicNs();
   ph.fsync_ns = t_synced - t_written;
   ph.rename_ns = t_done - t_synced;
@@ -831,8 +947,8 @@ DumpOutcome WriteDumpLocked(const Trigger& trigger) {
   ph.cpu_ns = ThreadCpuNs() - cpu_begin;
   g_image.last_used_ns = t_done;
   out.ok = true;
-  out.path = final_path;
-  EnforceRetention(dir, final_path);
+  out.path = d.final_path;
+  EnforceRetention(d.dir, d.final_path);
   return out;
 }
 

@@ -50,19 +50,18 @@ class ChromeSink : public model::TraceSink {
     AppendJsonString(&buf_, KeyName(*ctx_, key));
     if (flags & model::kSliceStartCut) buf_ += ",\"args\":{\"lookback\":\"entered before the window\"}";
     buf_ += "}";
-    Flush(false);
+    file_.Drain();
   }
   void Exit(uint64_t, int64_t ts, uint32_t, uint8_t flags) override {
     buf_ += fmt::format(",\n{{\"ph\":\"E\",\"pid\":{},\"tid\":{},\"ts\":{}", pid_, tid_, Us(ts));
     if (flags & model::kSliceOpen) buf_ += ",\"args\":{\"lookback\":\"still running at the dump\"}";
     if (flags & model::kSliceUnwound) buf_ += ",\"args\":{\"lookback\":\"exit never came (exception or longjmp)\"}";
     buf_ += "}";
-    Flush(false);
+    file_.Drain();
   }
   void EndThread(const model::ThreadSummary&) override {}
   Status End() override {
     buf_ += "\n]}\n";
-    Flush(true);
     return file_.Commit();
   }
 
@@ -72,16 +71,11 @@ class ChromeSink : public model::TraceSink {
     const int64_t a = rel < 0 ? -rel : rel;
     return fmt::format("{}{}.{:03d}", rel < 0 ? "-" : "", a / 1000, static_cast<int>(a % 1000));
   }
-  void Flush(bool force) {
-    if (!force && buf_.size() < (1u << 16)) return;
-    file_.Write(buf_);
-    buf_.clear();
-  }
 
   ExportOptions o_;
   const model::ExportContext* ctx_ = nullptr;
   OutputFile file_;
-  std::string buf_;
+  std::string& buf_ = file_.buffer();  // the file's own: text goes straight into it
   uint32_t pid_ = 0, tid_ = 0;
 };
 

@@ -44,21 +44,18 @@ class NanoscopeSink : public model::TraceSink {
     Keep(file_->Open(path));
     if (const format::ThreadSamples* samples = ctx_->dump->SamplesOf(t)) WriteSamples(path, *samples);
     last_ = 0;
-    buf_.clear();
   }
   void Enter(uint64_t key, int64_t ts, uint32_t, uint8_t) override {
-    Line(ts);
-    buf_ += KeyName(*ctx_, key);
-    buf_.push_back('\n');
-    Flush(false);
+    std::string& out = Line(ts);
+    out += KeyName(*ctx_, key);
+    out.push_back('\n');
+    file_->Drain();
   }
   void Exit(uint64_t, int64_t ts, uint32_t, uint8_t) override {
-    Line(ts);
-    buf_ += "POP\n";
-    Flush(false);
+    Line(ts) += "POP\n";
+    file_->Drain();
   }
   void EndThread(const model::ThreadSummary&) override {
-    Flush(true);
     if (file_ && file_->is_open()) {
       Keep(file_->Commit());
     }
@@ -96,23 +93,20 @@ class NanoscopeSink : public model::TraceSink {
   void Keep(Status s) {  // the first error is the one End reports
     if (!s.ok() && error_.ok()) error_ = std::move(s);
   }
-  void Line(int64_t ts) {
+  // Starts a line "TS:" in the thread's file and returns its buffer.
+  std::string& Line(int64_t ts) {
     last_ = std::max(last_, ts);  // non-decreasing, even if the TSC stepped back
     char digits[24];
     char* end = std::to_chars(digits, digits + sizeof digits, last_).ptr;  // fmt here cost half the export
     *end++ = ':';
-    buf_.append(digits, static_cast<size_t>(end - digits));
-  }
-  void Flush(bool force) {
-    if (!force && buf_.size() < (1u << 16)) return;
-    if (file_) file_->Write(buf_);
-    buf_.clear();
+    std::string& out = file_->buffer();
+    out.append(digits, static_cast<size_t>(end - digits));
+    return out;
   }
 
   ExportOptions o_;
   const model::ExportContext* ctx_ = nullptr;
-  std::unique_ptr<OutputFile> file_;
-  std::string buf_;
+  std::unique_ptr<OutputFile> file_;  // the thread's
   Status error_;
   int64_t last_ = 0;
 };

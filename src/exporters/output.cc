@@ -1,6 +1,5 @@
 #include "exporters/output.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,25 +12,38 @@ OutputFile::~OutputFile() { Abandon(); }
 Status OutputFile::Open(const std::string& path) {
   path_ = path;
   error_ = 0;
+  buf_.clear();
+  buf_.reserve(kChunk + kChunk / 4);  // a format appends a little past kChunk before it drains
   if (Status s = file_.Create(path); !s.ok()) return s;
-  f_ = fdopen(file_.ReleaseFd(), "wb");
-  if (f_ == nullptr) return Status::Error("cannot write '" + file_.temp_path() + "': " + strerror(errno));
-  setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+  fd_ = file_.fd();
   return Status::Ok();
 }
 
-void OutputFile::Write(const void* data, size_t n) {
-  if (f_ == nullptr || error_ != 0 || n == 0) return;
-  if (fwrite(data, 1, n, f_) != n) error_ = errno ? errno : EIO;
+void OutputFile::WriteOut() {
+  // Not open (Open failed), or failed before: drop the bytes, keep the error.
+  if (fd_ < 0 || error_ != 0) {
+    buf_.clear();
+    return;
+  }
+  const char* p = buf_.data();
+  size_t left = buf_.size();
+  while (left > 0) {
+    const ssize_t n = write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error_ = n < 0 ? errno : EIO;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  buf_.clear();
 }
 
-void OutputFile::Write(std::string_view bytes) { Write(bytes.data(), bytes.size()); }
-
 Status OutputFile::Commit() {
-  if (f_ == nullptr) return Status::Error("no output file open");
-  if (error_ == 0 && fflush(f_) != 0) error_ = errno;
-  if (fclose(f_) != 0 && error_ == 0) error_ = errno;
-  f_ = nullptr;
+  if (fd_ < 0) return Status::Error("no output file open");
+  WriteOut();
+  fd_ = -1;  // Commit closes it
   if (error_ != 0) {
     file_.Abandon();
     return Status::Error("cannot write '" + path_ + "': " + strerror(error_));
@@ -40,8 +52,8 @@ Status OutputFile::Commit() {
 }
 
 void OutputFile::Abandon() {
-  if (f_ != nullptr) fclose(f_);
-  f_ = nullptr;
+  fd_ = -1;
+  buf_.clear();
   file_.Abandon();
 }
 

@@ -317,7 +317,6 @@ class PerfettoSink : public model::TraceSink {
   }
 
   Status End() override {
-    Flush(true);
     return file_.Commit();
   }
 
@@ -498,7 +497,7 @@ class PerfettoSink : public model::TraceSink {
                    first_on_sequence_ ? packet::kSeqIncrementalStateCleared : packet::kSeqNeedsIncrementalState);
     first_on_sequence_ = false;
     PutBytesField(&buf_, trace::kPacket, packet_);
-    Flush(false);
+    file_.Drain();
   }
 
   // Delta from the previous timestamp of the sequence. Times that step back
@@ -523,16 +522,12 @@ class PerfettoSink : public model::TraceSink {
     PutBytesField(event, track_event::kDebugAnnotations, a);
   }
 
-  void Flush(bool force) {
-    if (!force && buf_.size() < (1u << 16)) return;
-    file_.Write(buf_);
-    buf_.clear();
-  }
 
   ExportOptions o_;
   const model::ExportContext* ctx_ = nullptr;
   OutputFile file_;
-  std::string buf_, packet_, event_, scratch_;
+  std::string& buf_ = file_.buffer();  // the file's own: packets go straight into it
+  std::string packet_, event_, scratch_;
   model::WaitTracker waiting_;  // the thread being walked
   model::WaitFunctions waits_;
   uint64_t process_uuid_ = 0;

@@ -59,7 +59,7 @@ class SpeedscopeSink : public model::TraceSink {
       stack_.pop_back();
     }
     buf_ += fmt::format("],\"startValue\":{},\"endValue\":{}}}", start_, last_);
-    Flush(false);
+    file_.Drain();
   }
   Status End() override {
     buf_ += "\n],\n\"shared\":{\"frames\":[";
@@ -67,7 +67,7 @@ class SpeedscopeSink : public model::TraceSink {
       buf_ += i == 0 ? "\n{\"name\":" : ",\n{\"name\":";
       AppendJsonString(&buf_, KeyName(*ctx_, keys_[i]));
       buf_ += "}";
-      Flush(false);
+      file_.Drain();
     }
     const auto& process = ctx_->dump->process;
     std::string name = process.name.empty() ? std::string("lookback") : process.name;
@@ -75,7 +75,6 @@ class SpeedscopeSink : public model::TraceSink {
     buf_ += "\n]},\n\"name\":";
     AppendJsonString(&buf_, name);
     buf_ += ",\"activeProfileIndex\":0,\"exporter\":\"lookback\"}\n";
-    Flush(true);
     return file_.Commit();
   }
 
@@ -92,18 +91,13 @@ class SpeedscopeSink : public model::TraceSink {
     fmt::format_to(std::back_inserter(buf_), "{}\n{{\"type\":\"{}\",\"frame\":{},\"at\":{}}}", first_event_ ? "" : ",",
                    type, frame, at);
     first_event_ = false;
-    Flush(false);
-  }
-  void Flush(bool force) {
-    if (!force && buf_.size() < (1u << 16)) return;
-    file_.Write(buf_);
-    buf_.clear();
+    file_.Drain();
   }
 
   ExportOptions o_;
   const model::ExportContext* ctx_ = nullptr;
   OutputFile file_;
-  std::string buf_;
+  std::string& buf_ = file_.buffer();  // the file's own: text goes straight into it
   std::unordered_map<uint64_t, uint32_t> frames_;  // key -> index in "shared.frames"
   std::vector<uint64_t> keys_;                     // index -> key
   std::vector<uint32_t> stack_;                    // open frames of the current thread

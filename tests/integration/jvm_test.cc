@@ -159,6 +159,14 @@ TEST(JvmStartup, AsyncStartupTracesTheProgramsOwnCallsExactly) {
   const size_t at = note.find(" ms, ");
   ASSERT_NE(at, std::string::npos) << note;
   EXPECT_LT(std::stoul(note.substr(at + 5)), 60u) << note;
+  // Where start-up goes: the part of it the agent's own rewriting took, and
+  // the class hook's total over the run.
+  EXPECT_NE(note.find(" ms of it in the class hook"), std::string::npos) << note;
+  ASSERT_TRUE(d.metadata.count("note.jvm"));
+  const std::string& jvm = d.metadata.at("note.jvm");
+  const size_t hook = jvm.find("; class hook: ");
+  ASSERT_NE(hook, std::string::npos) << jvm;
+  EXPECT_GT(std::stoul(jvm.substr(hook + 14)), 100u) << jvm;  // java.base's start-up classes at least
   EXPECT_EQ(RunProgram({Cli(), "record", "--jvm-startup", "later", "--", "true"}).exit_code, 2);
 }
 

@@ -93,6 +93,9 @@ bool ProbesReady();
 struct AgentStats {
   std::atomic<uint64_t> classes_rewritten{0}, classes_unchanged{0}, classes_failed{0}, methods_traced{0},
       retransform_failed{0};
+  // Time in the class hook (parsing, rewriting, copying out): where a traced
+  // JVM's start-up goes, next to what HotSpot does with the bytes.
+  std::atomic<uint64_t> hook_ns{0};
   std::atomic<uint64_t> skipped[kSkipReasonCount] = {};  // by SkipReason
   // The overhead budget (shed.cc): methods without probes now because it shed
   // them, classes retransformed to take probes out or put them back, in how

@@ -135,6 +135,9 @@ std::string AgentStats::Summary() {
          " classes retransformed for it (" + std::to_string(batches) + " batches)";
     if (const uint64_t failed = shed_failed.load()) s += ", " + std::to_string(failed) + " retransforms refused";
   }
+  const uint64_t hooked = classes_rewritten.load() + classes_unchanged.load() + classes_failed.load();
+  s += "; class hook: " + std::to_string(hooked) + " classes parsed in " + std::to_string(hook_ns.load() / 1000000) +
+       " ms";
   std::lock_guard<std::mutex> lock(error_mutex);
   if (!first_error.empty()) s += "; first error: " + first_error;
   return s;

@@ -1,6 +1,8 @@
 #include "frontends/jvm/classfile.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 namespace lookback::jvm {
 
@@ -151,15 +153,57 @@ uint16_t ConstantPool::Append(CpEntry e, std::vector<uint8_t> bytes) {
   if (entries_.size() >= 65535) return 0;
   entries_.push_back(std::move(e));
   appended_.insert(appended_.end(), bytes.begin(), bytes.end());
-  return static_cast<uint16_t>(entries_.size() - 1);
+  const auto index = static_cast<uint16_t>(entries_.size() - 1);
+  if (entries_[index].tag == kCpUtf8 && !utf8_slots_.empty()) IndexUtf8(index);
+  if (entries_[index].tag == kCpClass && !class_by_name_.empty()) {
+    if (class_by_name_.size() <= entries_[index].a) class_by_name_.resize(entries_.size());
+    class_by_name_[entries_[index].a] = index;
+  }
+  return index;
+}
+
+void ConstantPool::IndexUtf8(uint16_t index) {
+  if (2 * (utf8_indexed_ + 1) > utf8_slots_.size()) {  // at most half full
+    std::vector<uint16_t> old = std::move(utf8_slots_);
+    utf8_slots_.assign(std::max<size_t>(64, 2 * old.size()), 0);
+    utf8_indexed_ = 0;
+    for (uint16_t i : old)
+      if (i != 0) IndexUtf8(i);
+  }
+  const size_t mask = utf8_slots_.size() - 1;
+  size_t slot = std::hash<std::string_view>{}(entries_[index].utf8) & mask;
+  while (utf8_slots_[slot] != 0) {
+    if (entries_[utf8_slots_[slot]].utf8 == entries_[index].utf8) return;  // a duplicate: the first one stays
+    slot = (slot + 1) & mask;
+  }
+  utf8_slots_[slot] = index;
+  ++utf8_indexed_;
+}
+
+uint16_t ConstantPool::FindUtf8(std::string_view s) {
+  if (utf8_slots_.empty()) {
+    utf8_slots_.assign(64, 0);
+    for (size_t i = 1; i < entries_.size(); ++i)
+      if (entries_[i].tag == kCpUtf8) IndexUtf8(static_cast<uint16_t>(i));
+  }
+  const size_t mask = utf8_slots_.size() - 1;
+  for (size_t slot = std::hash<std::string_view>{}(s) & mask; utf8_slots_[slot] != 0; slot = (slot + 1) & mask)
+    if (entries_[utf8_slots_[slot]].utf8 == s) return utf8_slots_[slot];
+  return 0;
+}
+
+uint16_t ConstantPool::FindClass(uint16_t name) {
+  if (class_by_name_.empty()) {
+    class_by_name_.assign(entries_.size(), 0);
+    for (size_t i = entries_.size() - 1; i >= 1; --i)  // backwards: the first of duplicates wins
+      if (entries_[i].tag == kCpClass && entries_[i].a < class_by_name_.size())
+        class_by_name_[entries_[i].a] = static_cast<uint16_t>(i);
+  }
+  return name < class_by_name_.size() ? class_by_name_[name] : 0;
 }
 
 uint16_t ConstantPool::AddUtf8(std::string_view s) {
-  if (utf8_index_.empty()) {
-    for (size_t i = 1; i < entries_.size(); ++i)
-      if (entries_[i].tag == kCpUtf8) utf8_index_.emplace(entries_[i].utf8, static_cast<uint16_t>(i));
-  }
-  if (auto it = utf8_index_.find(s); it != utf8_index_.end()) return it->second;
+  if (const uint16_t found = FindUtf8(s)) return found;
   if (s.size() > 65535) return 0;
   std::vector<uint8_t> b;
   PutU1(b, kCpUtf8);
@@ -168,25 +212,17 @@ uint16_t ConstantPool::AddUtf8(std::string_view s) {
   CpEntry e;
   e.tag = kCpUtf8;
   e.utf8 = std::string(s);
-  uint16_t idx = Append(std::move(e), std::move(b));
-  if (idx) utf8_index_.emplace(std::string(s), idx);
-  return idx;
+  return Append(std::move(e), std::move(b));
 }
 
 uint16_t ConstantPool::AddClass(std::string_view internal_name) {
   uint16_t name = AddUtf8(internal_name);
   if (!name) return 0;
-  if (class_index_.empty()) {
-    for (size_t i = 1; i < entries_.size(); ++i)
-      if (entries_[i].tag == kCpClass) class_index_.emplace(entries_[i].a, static_cast<uint16_t>(i));
-  }
-  if (auto it = class_index_.find(name); it != class_index_.end()) return it->second;
+  if (const uint16_t found = FindClass(name)) return found;
   std::vector<uint8_t> b;
   PutU1(b, kCpClass);
   PutU2(b, name);
-  uint16_t idx = Append(CpEntry{kCpClass, name, 0, 0, {}}, std::move(b));
-  if (idx) class_index_.emplace(name, idx);
-  return idx;
+  return Append(CpEntry{kCpClass, name, 0, 0, {}}, std::move(b));
 }
 
 uint16_t ConstantPool::AddNameAndType(std::string_view name, std::string_view descriptor) {

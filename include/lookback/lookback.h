@@ -45,7 +45,8 @@ void lb_set_shed_listener(void (*listener)(void)) LOOKBACK_API;
 
 /* Ask lookback's control thread to write a dump of every ring now. Returns at
  * once: 0 if the request was queued, -1 if lookback is not running or 16
- * requests are already waiting. */
+ * requests are already waiting. A request still queued when the process
+ * exits (or execs) is written then, before it ends. */
 int lb_dump(const char* reason) LOOKBACK_API;
 
 /* Same, but wait until the dump is written (or failed). On success returns 0

@@ -31,10 +31,12 @@ struct Policy {
   std::deque<Pending> pending;
 };
 
-Policy& P() {
+Policy*& PolicyPtr() {
   static Policy* p = new Policy;  // never destroyed: used by exit handlers and the control thread
-  return *p;
+  return p;
 }
+
+Policy& P() { return *PolicyPtr(); }
 
 // Caller holds P().m.
 bool AdmitLocked(Policy& p, Detector kind, uint64_t now, std::string* why) {
@@ -134,6 +136,22 @@ bool Fire(Trigger t) {
   }
   WakeControlThread();
   return true;
+}
+
+std::vector<Trigger> TakeAllPendingDumps() {
+  Policy& p = P();
+  std::lock_guard<std::mutex> lock(p.m);
+  std::vector<Trigger> all;
+  for (Pending& d : p.pending) all.push_back(std::move(d.trigger));
+  p.pending.clear();
+  return all;
+}
+
+void ResetPolicyAfterFork() {
+  // A fresh one: the parent's requests are the parent's, and another of its
+  // threads may have held the copied mutex at the fork (the copy is left
+  // as it is, never touched again).
+  PolicyPtr() = new Policy;
 }
 
 std::vector<Trigger> TakeDueDumps(uint64_t now_ns, uint64_t* next_ns) {

@@ -330,6 +330,7 @@ void AtForkChild() {
   }
   ForgetDumpMemoryAfterFork();
   ResetControlAfterFork();
+  ResetPolicyAfterFork();
 }
 
 // Writes a dump on the calling thread, which records nothing meanwhile (its
@@ -352,6 +353,11 @@ void DumpAtProcessEnd(const char* reason) {
   // exits: a dump from it would be the parent's rings under the child's pid,
   // written while the parent's other threads keep recording.
   if (InSharedMemoryChild()) return;
+  // Dumps asked for and not yet written (lb_dump, a detector, a post-trigger
+  // delay still running): the control thread will not get to them once the
+  // process is gone, so they are written now, on this thread. A program that
+  // calls lb_dump() and returns from main gets its dump.
+  for (const Trigger& t : TakeAllPendingDumps()) DumpOnThisThread(t);
   Runtime& rt = R();
   if (rt.config.dump_at_exit && rt.any_traced.load(std::memory_order_relaxed)) {
     SampleThisThreadNow();

@@ -45,6 +45,11 @@ bool Admit(Trigger* t, std::string* why) __attribute__((no_instrument_function))
 // Control thread: the pending dumps whose time has come, oldest first;
 // *next_ns gets the CLOCK_MONOTONIC time of the next one (0 if none).
 std::vector<Trigger> TakeDueDumps(uint64_t now_ns, uint64_t* next_ns) __attribute__((no_instrument_function));
+// The process is ending: every pending dump, due or not, oldest first (they
+// are written on the exiting thread; the control thread will not get to them).
+std::vector<Trigger> TakeAllPendingDumps() __attribute__((no_instrument_function));
+// In a fork child: no pending dumps, no rate-limit history (a new process).
+void ResetPolicyAfterFork() __attribute__((no_instrument_function));
 // Deletes the oldest *.lbk files in `dir` beyond max_dumps / max_dump_bytes,
 // never `keep`. Caller holds ControlMutex().
 void EnforceRetention(const std::string& dir, const std::string& keep) __attribute__((no_instrument_function));

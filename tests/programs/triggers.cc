@@ -24,6 +24,8 @@
 //                               prints elapsed_ms=
 //   triggers explicit-storm N   N times: ~20 ms of pulses (~2000 records), then lb_dump("explicit-storm")
 //                               (the last one lb_dump_sync); prints queued= failed=
+//   triggers queue-and-exit N   ~20 ms of pulses, then N lb_dump("queued") calls at once and a return
+//                               from main right after; prints queued= failed=
 //   triggers busy MS_TOTAL [DUMP_EVERY_MS]
 //                               thread "busy" calls busy_tick() in a tight loop for MS_TOTAL ms after a
 //                               200 ms warm-up and measures the gaps between consecutive calls; with
@@ -474,6 +476,14 @@ int main(int argc, char** argv) {
         }
       }
     }
+    printf("queued=%d failed=%d\n", queued, failed);
+  } else if (mode_is("queue-and-exit")) {
+    for (int k = 0; k < 20; ++k) {
+      pulse();
+      SleepMs(1);
+    }
+    int queued = 0, failed = 0;
+    for (int i = 0; i < arg; ++i) (lb_dump("queued") == 0 ? queued : failed)++;
     printf("queued=%d failed=%d\n", queued, failed);
   } else if (mode_is("busy")) {
     return Busy(arg, argc > 3 ? atoi(argv[3]) : 0);

@@ -288,9 +288,11 @@ void* ControlMain(void*) {
     uint64_t now = MonotonicNs();
     if (detectors && now >= next_tick_ns) next_tick_ns = now + DetectorTick();
     uint64_t next_dump_ns = 0;
-    for (const Trigger& t : TakeDueDumps(now, &next_dump_ns)) {
+    while (std::optional<Trigger> t = TakeDueDump(now, &next_dump_ns)) {
       DumpPendingCrash();  // a crash goes before the queue: its thread is waiting
-      WriteDump(t);
+      WriteDump(*t);
+      DueDumpWritten();
+      now = MonotonicNs();
     }
     now = MonotonicNs();
     RefreshExcludesIfModulesChanged(now, kExcludeRecheckNs);  // modules loaded since: new functions to exclude

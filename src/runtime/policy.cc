@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 
 #include "runtime/runtime.h"
 #include "runtime/triggers.h"
@@ -29,6 +32,8 @@ struct Policy {
   uint64_t last_ns[kDetectorCount] = {};           // last accepted (cooldown)
   uint64_t suppressed = 0;                         // refused or merged since the last dump
   std::deque<Pending> pending;
+  uint32_t writing = 0;          // taken by the control thread and not yet written
+  std::condition_variable done;  // writing went down
 };
 
 Policy*& PolicyPtr() {
@@ -140,7 +145,10 @@ bool Fire(Trigger t) {
 
 std::vector<Trigger> TakeAllPendingDumps() {
   Policy& p = P();
-  std::lock_guard<std::mutex> lock(p.m);
+  std::unique_lock<std::mutex> lock(p.m);
+  // The dump the control thread is writing goes first (it is older); the
+  // wait is bounded, so that an exit never hangs on a dump that cannot end.
+  p.done.wait_for(lock, std::chrono::seconds(30), [&p] { return p.writing == 0; });
   std::vector<Trigger> all;
   for (Pending& d : p.pending) all.push_back(std::move(d.trigger));
   p.pending.clear();
@@ -154,16 +162,26 @@ void ResetPolicyAfterFork() {
   PolicyPtr() = new Policy;
 }
 
-std::vector<Trigger> TakeDueDumps(uint64_t now_ns, uint64_t* next_ns) {
+std::optional<Trigger> TakeDueDump(uint64_t now_ns, uint64_t* next_ns) {
   Policy& p = P();
   std::lock_guard<std::mutex> lock(p.m);
-  std::vector<Trigger> due;
-  while (!p.pending.empty() && p.pending.front().due_ns <= now_ns) {
-    due.push_back(std::move(p.pending.front().trigger));
+  std::optional<Trigger> due;
+  if (!p.pending.empty() && p.pending.front().due_ns <= now_ns) {
+    due = std::move(p.pending.front().trigger);
     p.pending.pop_front();
+    ++p.writing;
   }
   *next_ns = p.pending.empty() ? 0 : p.pending.front().due_ns;
   return due;
+}
+
+void DueDumpWritten() {
+  Policy& p = P();
+  {
+    std::lock_guard<std::mutex> lock(p.m);
+    if (p.writing > 0) --p.writing;
+  }
+  p.done.notify_all();
 }
 
 void EnforceRetention(const std::string& dir, const std::string& keep) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,15 @@ bool Fire(Trigger t) __attribute__((no_instrument_function));
 // The same checks for a dump written right away (lb_dump_sync, socket).
 // Fills t->suppressed. False: refused, *why says why.
 bool Admit(Trigger* t, std::string* why) __attribute__((no_instrument_function));
-// Control thread: the pending dumps whose time has come, oldest first;
-// *next_ns gets the CLOCK_MONOTONIC time of the next one (0 if none).
-std::vector<Trigger> TakeDueDumps(uint64_t now_ns, uint64_t* next_ns) __attribute__((no_instrument_function));
-// The process is ending: every pending dump, due or not, oldest first (they
-// are written on the exiting thread; the control thread will not get to them).
+// Control thread: the oldest pending dump if its time has come, one at a
+// time, so that at most one is out of the queue and not yet written (the
+// exit waits for it); DueDumpWritten() after writing it. *next_ns gets the
+// CLOCK_MONOTONIC time of the next one (0 if none).
+std::optional<Trigger> TakeDueDump(uint64_t now_ns, uint64_t* next_ns) __attribute__((no_instrument_function));
+void DueDumpWritten() __attribute__((no_instrument_function));
+// The process is ending: once the dump the control thread is writing is
+// done (30 s at most), every pending dump, due or not, oldest first (they are
+// written on the exiting thread; the control thread will not get to them).
 std::vector<Trigger> TakeAllPendingDumps() __attribute__((no_instrument_function));
 // In a fork child: no pending dumps, no rate-limit history (a new process).
 void ResetPolicyAfterFork() __attribute__((no_instrument_function));

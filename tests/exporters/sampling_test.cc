@@ -111,9 +111,12 @@ TEST_F(Sampling, SpinningThreadShowsFullCpuAndSleepingThreadNone) {
   EXPECT_NEAR(CpuShare(dump_, *spinner), truth, 0.1);
   EXPECT_LE(CpuShare(dump_, *sleeper), 0.05);
   EXPECT_FALSE(spinner->flags & format::kSampleWall);
-  // The control thread's view of the scheduler agrees.
+  // The control thread's view of the scheduler agrees. A state lasts from the
+  // poll that saw it to the poll that saw the next one, so on a loaded machine a
+  // poll that caught the sleeper between naps, followed by a late poll, counts
+  // that gap as running (a soak saw 22 %): most of its time, not nearly all.
   EXPECT_GE(StateShare(dump_, "spinner", 'R'), 0.8);
-  EXPECT_GE(StateShare(dump_, "sleeper", 'S'), 0.8);
+  EXPECT_GE(StateShare(dump_, "sleeper", 'S'), 0.5);
 }
 
 TEST_F(Sampling, FreshPagesShowAsMinorFaults) {
@@ -330,10 +333,18 @@ TEST_F(Sampling, SqlTablesHoldTheSamplesAndStates) {
   }
   EXPECT_EQ(query("SELECT sum(minor_faults) FROM sample_deltas JOIN threads t USING (dump_id, thread_id) WHERE t.name = 'faulter'"),
             static_cast<double>(Delta(*SamplesOf(dump_, "faulter"), format::kSampleMinorFaults)));
-  EXPECT_GE(query("SELECT sum(duration_ns) * 1.0 / (SELECT sum(duration_ns) FROM thread_states JOIN threads t USING (dump_id, thread_id) "
-                  "WHERE t.name = 'sleeper') FROM thread_states JOIN threads t USING (dump_id, thread_id) "
-                  "WHERE t.name = 'sleeper' AND state = 'Sleeping'"),
-            0.8);
+  // The spans' durations are the dump's own (ns, rounded per span).
+  struct Expect {
+    const char* thread;
+    const char* state;
+    char code;
+  };
+  for (const Expect& e : {Expect{"sleeper", "Sleeping", 'S'}, Expect{"spinner", "Running", 'R'}}) {
+    const std::string of_thread = " FROM thread_states JOIN threads t USING (dump_id, thread_id) WHERE t.name = '" + std::string(e.thread) + "'";
+    EXPECT_NEAR(query("SELECT sum(duration_ns) * 1.0 / (SELECT sum(duration_ns)" + of_thread + ")" + of_thread + " AND state = '" + e.state + "'"),
+                StateShare(dump_, e.thread, e.code), 1e-4)
+        << e.thread;
+  }
   sqlite3_close(db);
 }
 

@@ -66,6 +66,24 @@ void lb_thread_enable(void) LOOKBACK_API;
 /* 1 if the calling thread is recording now. */
 int lb_thread_is_tracing(void) LOOKBACK_API;
 
+/* For a front-end that writes the common record itself instead of calling
+ * lb_enter/lb_exit (the JVM agent's Java probe, docs/jvm.md): it must have
+ * been built with the same ring ABI (lb_ring_abi, src/runtime/ring_abi.h) and
+ * then follows src/runtime/hot_path.h exactly: it writes only what RecordNow
+ * writes as an untimed record of a dense fast-clock ring, and calls lb_enter/
+ * lb_exit for everything else.
+ * lb_thread_fast_ring: 1 and the calling thread's ring in *ring when it is a
+ * fast-clock ring; 0 when the thread has no ring yet (ask again after its first
+ * lb_enter); -1 when it has none to write to (exact clock, not traced,
+ * disabled). The ring stays the thread's for its life; whenever it stops
+ * recording (disabled, deselected, paused) its on-CPU word is cleared, which
+ * sends the writer to lb_enter, as the kernel does when it deschedules it.
+ * lb_filter_table: where the table of excluded and shed keys is published
+ * (src/runtime/exclude.h); calls of those are not recorded. */
+uint32_t lb_ring_abi(void) LOOKBACK_API;
+int lb_thread_fast_ring(void** ring) LOOKBACK_API;
+const uint64_t* const* lb_filter_table(void) LOOKBACK_API;
+
 /* Names the calling thread for lookback only (dumps, exporters, LOOKBACK_THREADS
  * and stall patterns), instead of its kernel name, which is cut at 15 bytes and
  * which a managed runtime may not keep in step with its own thread names (the

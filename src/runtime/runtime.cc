@@ -584,6 +584,7 @@ void ReselectByName(const char* name) {
     ResumeTracing();
   } else if (!selected && tls_status == kStatusTracing) {
     tls_status = kStatusNotSelected;
+    if (lb_tls_ring != nullptr && !IsSentinel(lb_tls_ring)) ForceSlowPath(lb_tls_ring);  // see lb_thread_fast_ring
     lb_tls_ring = nullptr;
   }
 }
@@ -1110,9 +1111,22 @@ void lb_thread_disable(void) {
     tls_status = kStatusDisabled;
   } else if (lb_tls_ring != nullptr) {
     tls_status = kStatusDisabled;
+    ForceSlowPath(lb_tls_ring);  // a front-end writing untimed records itself looks there (lb_thread_fast_ring)
   }
   if (tls_status == kStatusDisabled) lb_tls_ring = nullptr;
 }
+
+uint32_t lb_ring_abi(void) { return kRingAbi; }
+
+int lb_thread_fast_ring(void** ring) {
+  Ring* r = lb_tls_ring;
+  if (IsSentinel(r)) return 0;
+  if (r == nullptr || r->fast_mask == 0 || ring == nullptr) return -1;
+  *ring = r;
+  return 1;
+}
+
+const uint64_t* const* lb_filter_table(void) { return &g_exclude_table; }
 
 void lb_thread_enable(void) {
   tls_enabled_by_api = true;

@@ -824,6 +824,52 @@ TEST(JvmInlined, AgentOptionOnTheAgentpathLine) {
   EXPECT_NE(bad.err.find("inlined must be skip or probe"), std::string::npos) << bad.err;
 }
 
+// The fast clock: LookbackProbe writes the untimed records between readings
+// itself, with stores into the thread's ring (writes=java, the default), or
+// every record goes through JNI into the C++ hot path (writes=native). Both
+// must decode to the program's own log, call for call, on every thread: a
+// Java writer that disagrees with hot_path.h about the ring's layout, the
+// record encoding or the publication protocol fails here.
+class JvmFastClock : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(JvmFastClock, EveryThreadsCallsEqualGroundTruthWhicheverSideWritesTheRecords) {
+  REQUIRE_JVM();
+  const std::string writes = GetParam();
+  const std::string cli = Cli();
+  const std::string agent = cli.substr(0, cli.rfind('/') + 1) + "liblookback-jvm.so";
+  const std::string dir = FreshDir("jvm-fast-" + writes);
+  const std::string gt = dir + "/ground-truth.txt";
+  JvmRun run;
+  run.result = RunProgram({LOOKBACK_TEST_JAVA,
+                           "-agentpath:" + agent + "=include=CallTree.*,inlined=probe,writes=" + writes +
+                               ",clock=fast,budget=off,dir=" + dir + "/dumps,dump_at_exit=1",
+                           "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree", "4", "2000", "42", gt});
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << run.result.err;
+  run.dump = dumps[0];
+  run.truth = ReadGroundTruth(gt);
+  std::set<std::string> methods;
+  for (const auto& [thread, evs] : run.truth) {
+    for (const auto& e : evs) methods.insert(e.method);
+  }
+  run.recorded = RecordedEvents(run.dump, methods);
+  ExpectSameCalls(run, 4);
+  const RunResult info = RunProgram({Cli(), "info", run.dump});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("fast clock on"), std::string::npos) << info.out;
+  if (writes == "java") {
+    // Every worker, and main, wrote its untimed records from Java.
+    const size_t at = info.out.find("probes write the untimed records of fast-clock rings from Java (");
+    ASSERT_NE(at, std::string::npos) << info.out;
+    EXPECT_GE(std::stoul(info.out.substr(info.out.find('(', at) + 1)), 4u) << info.out;
+  } else {
+    EXPECT_NE(info.out.find("probes record through JNI"), std::string::npos) << info.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Writes, JvmFastClock, ::testing::Values("java", "native"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("inline", "listener"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 

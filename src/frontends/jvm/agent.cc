@@ -76,6 +76,9 @@ struct Options {
   // startup=sync (default): the classes loaded before VMInit get their
   // probes before main starts; startup=async: on an agent thread while main runs.
   bool startup_sync = true;
+  // writes=java (default): LookbackProbe writes a fast-clock ring's untimed
+  // records itself; writes=native: every record through the natives.
+  bool java_writes = true;
   std::vector<std::pair<std::string, std::string>> runtime;  // LOOKBACK_<KEY>, value
   std::string error;
 };
@@ -128,6 +131,14 @@ Options ParseOptions(const char* text) {
         o.startup_sync = true;
       } else {
         o.error = "startup must be async or sync, not '" + value + "'";
+      }
+    } else if (key == "writes") {
+      if (value == "java") {
+        o.java_writes = true;
+      } else if (value == "native") {
+        o.java_writes = false;
+      } else {
+        o.error = "writes must be java or native, not '" + value + "'";
       }
     } else if (key == "include" || key == "exclude") {
       size_t p = 0;
@@ -256,9 +267,26 @@ size_t RetransformLoadedClasses(jvmtiEnv* jvmti) {
   return done;
 }
 
+// Whether the JVM has virtual threads: then the probe finds the platform
+// thread that owns a ring with Thread.currentCarrierThread() (probe_class.h).
+bool HasCarrierThreads(JNIEnv* jni) {
+  jclass thread = jni->FindClass("java/lang/Thread");
+  const bool has = thread != nullptr &&
+                   jni->GetStaticMethodID(thread, "currentCarrierThread", "()Ljava/lang/Thread;") != nullptr;
+  jni->ExceptionClear();
+  return has;
+}
+
 // Defines java.lang.LookbackProbe into java.base and binds its natives.
 jclass DefineProbe(JNIEnv* jni) {
-  const std::vector<uint8_t> bytes = ProbeClassBytes();
+  // The table of Java threads' rings comes first: the class's initialiser reads its address.
+  const bool java_writes = g_options.java_writes && SetUpJavaRings();
+  const std::vector<uint8_t> bytes = ProbeClassBytes(HasCarrierThreads(jni));
+  if (bytes.empty()) {
+    Say("the probe class has no call of Thread.currentThread to turn into currentCarrierThread: inline mode and "
+        "thread renames are off");
+    return nullptr;
+  }
   jclass probe = jni->DefineClass(kProbeClass, nullptr, reinterpret_cast<const jbyte*>(bytes.data()),
                                   static_cast<jsize>(bytes.size()));
   if (probe == nullptr) {
@@ -271,6 +299,12 @@ jclass DefineProbe(JNIEnv* jni) {
     Say("cannot bind java.lang.LookbackProbe's natives: inline mode and thread renames are off");
     return nullptr;
   }
+  if (java_writes) {
+    jfieldID direct = jni->GetStaticFieldID(probe, kProbeDirectField, "Z");
+    if (direct != nullptr) jni->SetStaticBooleanField(probe, direct, JNI_TRUE);
+    jni->ExceptionClear();
+  }
+  g_stats.java_writes.store(java_writes);
   return probe;
 }
 
@@ -496,6 +530,10 @@ bool LoadRuntime() {
   // Optional (older runtimes have no budget): without them shed methods keep their probes.
   g_runtime.shed_keys = reinterpret_cast<size_t (*)(uint64_t*, size_t)>(dlsym(loaded, "lb_shed_keys"));
   g_runtime.set_shed_listener = reinterpret_cast<void (*)(void (*)())>(dlsym(loaded, "lb_set_shed_listener"));
+  // Optional (older runtimes): without them the probe calls the natives for every record.
+  g_runtime.ring_abi = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_ring_abi"));
+  g_runtime.fast_ring = reinterpret_cast<int (*)(void**)>(dlsym(loaded, "lb_thread_fast_ring"));
+  g_runtime.filter_table = reinterpret_cast<const uint64_t* const* (*)()>(dlsym(loaded, "lb_filter_table"));
   if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name ||
       !g_runtime.set_thread_name_of || !g_runtime.dump_sync || !g_runtime.dump_dir || !g_runtime.is_tracing ||
       !g_runtime.thread_enable || !g_runtime.thread_disable || !g_runtime.scope_begin || !g_runtime.scope_end) {

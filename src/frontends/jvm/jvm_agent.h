@@ -34,8 +34,33 @@ struct RuntimeApi {
   // The overhead budget's shed set (optional: older runtimes lack them; shed.cc).
   size_t (*shed_keys)(uint64_t* out, size_t max) = nullptr;
   void (*set_shed_listener)(void (*listener)(void)) = nullptr;
+  // For the probe's direct writes (optional: without them every record goes through enter/exit).
+  uint32_t (*ring_abi)() = nullptr;
+  int (*fast_ring)(void** ring) = nullptr;
+  const uint64_t* const* (*filter_table)() = nullptr;
 };
 extern RuntimeApi g_runtime;
+
+// Each Java thread's ring for LookbackProbe's direct writes (natives.cc),
+// indexed by Java thread id (Thread.tid: never reused in a JVM): 0 not known
+// yet, -1 none (the natives record), else the Ring's address. Threads whose
+// id is past kCount always take the natives. A thread keeps its ring for its
+// whole life; when the runtime stops it recording, it clears the ring's
+// on-CPU word, which sends the probe to the natives (lb_thread_fast_ring).
+struct JavaRings {
+  static constexpr uint64_t kCount = uint64_t{1} << 20;  // 8 MiB reserved, touched per page of ids in use
+  int64_t* ring_of = nullptr;
+  uint64_t count = 0;
+  const uint64_t* const* filter_table = nullptr;
+};
+extern JavaRings g_java_rings;
+// Reserves the table if the runtime allows direct writes (same ring ABI). Before the probe class is defined.
+bool SetUpJavaRings();
+// The calling thread's ring, asked of the runtime (LookbackProbe.bind).
+void BindJavaRing(int64_t tid);
+// Makes thread `tid` ask again at its next probe (its selection may have changed: a rename, enable).
+void ForgetJavaRing(int64_t tid);
+void ForgetJavaRingOf(JNIEnv* jni, jobject thread);
 
 // LB_METHOD_KEY (lookback.h): method ids live above every native address.
 inline uint64_t MethodKey(uint32_t id) { return uint64_t{1} << 55 | id; }
@@ -96,6 +121,8 @@ struct AgentStats {
   // Time in the class hook (parsing, rewriting, copying out): where a traced
   // JVM's start-up goes, next to what HotSpot does with the bytes.
   std::atomic<uint64_t> hook_ns{0};
+  std::atomic<uint64_t> java_writing_threads{0};  // threads bound to their fast-clock ring (BindJavaRing)
+  std::atomic<bool> java_writes{false};  // LookbackProbe writes untimed records itself (writes=java and the runtime allows it)
   std::atomic<uint64_t> skipped[kSkipReasonCount] = {};  // by SkipReason
   // The overhead budget (shed.cc): methods without probes now because it shed
   // them, classes retransformed to take probes out or put them back, in how

@@ -9,8 +9,11 @@
 // interpreter, and JVMs without the flag, use the plain JNI entry.
 #include <dlfcn.h>
 #include <jni.h>
+#include <sys/mman.h>
 
+#include "format/format.h"
 #include "frontends/jvm/jvm_agent.h"
+#include "runtime/hot_path.h"
 
 using lookback::jvm::g_runtime;
 using lookback::jvm::MethodKey;
@@ -33,6 +36,37 @@ JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_exitNative(jint id) 
   if (id != 0) g_runtime.exit(MethodKey(static_cast<uint32_t>(id)));
 }
 
+// The ring's layout for the probe's direct writes (LookbackProbe.java, its
+// static finals, in this order), from the runtime's own headers: the agent
+// and liblookback.so agree on it when their ring ABIs do (DirectWrites).
+JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jint what) {
+  using lookback::rt::Ring;
+  const lookback::jvm::JavaRings& rings = lookback::jvm::g_java_rings;
+  switch (what) {
+    case 0: return __builtin_offsetof(Ring, pos);
+    case 1: return __builtin_offsetof(Ring, next_sync);
+    case 2: return __builtin_offsetof(Ring, mask);
+    case 3: return __builtin_offsetof(Ring, slots);
+    case 4: return __builtin_offsetof(Ring, clock_mask);
+    case 5: return __builtin_offsetof(Ring, on_cpu);
+    case 6: return __builtin_offsetof(Ring, filtered);
+    case 7: return static_cast<jlong>(MethodKey(0));
+    case 8: return static_cast<jlong>(lookback::format::MakeUntimed(false, 0));
+    case 9: return static_cast<jlong>(lookback::format::MakeUntimed(true, 0));
+    case 10: return static_cast<jlong>(reinterpret_cast<uintptr_t>(rings.ring_of));
+    case 11: return rings.ring_of != nullptr ? static_cast<jlong>(rings.count) : 0;  // 0: no direct writes
+    case 12: return static_cast<jlong>(reinterpret_cast<uintptr_t>(rings.filter_table));
+    default: return 0;
+  }
+}
+
+// The calling thread's ring for the probe's direct writes, by its Java
+// thread id: its address, -1 for none (the natives record), or left 0 while
+// the thread has no ring yet (its next probe asks again).
+JNIEXPORT void JNICALL Java_java_lang_LookbackProbe_bind(JNIEnv*, jclass, jlong tid) {
+  lookback::jvm::BindJavaRing(tid);
+}
+
 // Thread.setName's rename hook (rewriter.h): rare, so a plain JNI call.
 JNIEXPORT jstring JNICALL Java_java_lang_LookbackProbe_renaming(JNIEnv* jni, jclass, jobject thread, jstring name) {
   return lookback::jvm::g_jvmti ? lookback::jvm::OnRename(lookback::jvm::g_jvmti, jni, thread, name) : name;
@@ -41,6 +75,56 @@ JNIEXPORT jstring JNICALL Java_java_lang_LookbackProbe_renaming(JNIEnv* jni, jcl
 }  // extern "C"
 
 namespace lookback::jvm {
+
+JavaRings g_java_rings;
+
+bool SetUpJavaRings() {
+  if (g_java_rings.ring_of != nullptr) return true;  // (attached again after a detach)
+  if (g_runtime.ring_abi == nullptr || g_runtime.fast_ring == nullptr || g_runtime.filter_table == nullptr ||
+      g_runtime.ring_abi() != rt::kRingAbi) {
+    return false;  // another runtime: every record goes through lb_enter/lb_exit
+  }
+  // Reserved, not committed: a page is touched only once a thread of ids in it binds.
+  void* p = mmap(nullptr, JavaRings::kCount * sizeof(int64_t), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  g_java_rings.filter_table = g_runtime.filter_table();
+  g_java_rings.count = JavaRings::kCount;
+  g_java_rings.ring_of = static_cast<int64_t*>(p);
+  return true;
+}
+
+void BindJavaRing(int64_t tid) {
+  JavaRings& rings = g_java_rings;
+  if (rings.ring_of == nullptr || tid <= 0 || static_cast<uint64_t>(tid) >= rings.count) return;
+  void* ring = nullptr;
+  const int got = g_runtime.fast_ring(&ring);
+  if (got == 0) return;  // no ring yet: set up by the record the probe makes next
+  __atomic_store_n(&rings.ring_of[tid], got > 0 ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(ring)) : -1,
+                   __ATOMIC_RELAXED);
+  if (got > 0) {
+    g_stats.java_writing_threads.fetch_add(1, std::memory_order_relaxed);
+    if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
+  }
+}
+
+void ForgetJavaRing(int64_t tid) {
+  JavaRings& rings = g_java_rings;
+  if (rings.ring_of == nullptr || tid <= 0 || static_cast<uint64_t>(tid) >= rings.count) return;
+  __atomic_store_n(&rings.ring_of[tid], 0, __ATOMIC_RELAXED);
+}
+
+void ForgetJavaRingOf(JNIEnv* jni, jobject thread) {
+  if (g_java_rings.ring_of == nullptr) return;
+  // Thread.tid, as the probe reads it (getId() may be overridden).
+  static jfieldID tid = [jni] {
+    jclass c = jni->FindClass("java/lang/Thread");
+    jfieldID f = c != nullptr ? jni->GetFieldID(c, "tid", "J") : nullptr;
+    jni->ExceptionClear();
+    return f;
+  }();
+  if (tid != nullptr) ForgetJavaRing(jni->GetLongField(thread, tid));
+}
 
 // HotSpot finds a boot class's natives in the JVMTI agents' libraries by
 // their JNI names (then the critical entry in the same library), so nothing
@@ -134,6 +218,13 @@ std::string AgentStats::Summary() {
          " methods left unprobed because it shed them, " + std::to_string(shed_classes.load()) +
          " classes retransformed for it (" + std::to_string(batches) + " batches)";
     if (const uint64_t failed = shed_failed.load()) s += ", " + std::to_string(failed) + " retransforms refused";
+  }
+  // How the probes write (LookbackProbe.java): what a user comparing costs needs to know.
+  if (java_writes.load()) {
+    s += "; probes write the untimed records of fast-clock rings from Java (" +
+         std::to_string(java_writing_threads.load()) + " threads; agent option writes=native: all through JNI)";
+  } else {
+    s += "; probes record through JNI";
   }
   const uint64_t hooked = classes_rewritten.load() + classes_unchanged.load() + classes_failed.load();
   s += "; class hook: " + std::to_string(hooked) + " classes parsed in " + std::to_string(hook_ns.load() / 1000000) +

@@ -116,7 +116,8 @@ void NameRunningThreads(jvmtiEnv* jvmti, JNIEnv* jni) {
   jvmti->Deallocate(reinterpret_cast<unsigned char*>(threads));
 }
 
-jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name) {
+namespace {
+jstring Renamed(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name) {
   if (thread == nullptr || name == nullptr) return name;  // setName(null) throws after us
   const char* utf = jni->GetStringUTFChars(name, nullptr);
   if (utf == nullptr) {
@@ -167,6 +168,16 @@ jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name) {
   }
   if (jobject ref = jni->NewGlobalRef(thread)) g_pending.push_back({ref, text});
   return name;
+}
+
+}  // namespace
+
+jstring OnRename(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name) {
+  jstring result = Renamed(jvmti, jni, thread, name);
+  // The rename may have selected the thread or turned it on (START_TRACING):
+  // its next probe asks the runtime for its ring again.
+  if (thread != nullptr) ForgetJavaRingOf(jni, thread);
+  return result;
 }
 
 }  // namespace lookback::jvm

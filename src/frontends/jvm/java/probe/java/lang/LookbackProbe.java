@@ -1,0 +1,115 @@
+/*
+ * The class every inlined probe calls (docs/jvm.md, "How a probe writes").
+ * The JVM agent defines it into java.base (boot loader, package java.lang),
+ * so that every class, java.base's own included, can call it; it is never on
+ * a class path. The build compiles it with --patch-module java.base and
+ * embeds the bytes in the agent (src/frontends/jvm/probe_class.h).
+ *
+ * enter/exit are small enough for C2 to inline into every traced method.
+ * With tracing off a probe costs a static load and a branch. With it on, a
+ * thread whose ring reads the clock once per group of records (the fast
+ * clock) writes the untimed records between readings here, with plain stores
+ * into its ring, as the C++ hot path would (src/runtime/hot_path.h,
+ * RecordNow): no call into native code. Every other record goes to
+ * enterNative/exitNative, the recorder's own hot path.
+ */
+package java.lang;
+
+import jdk.internal.misc.Unsafe;
+
+public final class LookbackProbe {
+  /** Tracing started: set by the agent. */
+  public static boolean on;
+  /** Untimed records are written here: set by the agent when the runtime allows it (lb_thread_fast_ring). */
+  public static boolean direct;
+
+  private static final Unsafe U = Unsafe.getUnsafe();
+
+  // The ring's layout and the record's encoding, handed over by the agent
+  // that defined this class (natives.cc, ProbeLayout), which reads them from
+  // src/runtime/hot_path.h and src/format/format.h: constants to C2.
+  private static final long POS = layout(0), NEXT_SYNC = layout(1), MASK = layout(2), SLOTS = layout(3),
+      CLOCK_MASK = layout(4), ON_CPU = layout(5), FILTERED = layout(6);
+  private static final long METHOD_KEY = layout(7);      // LB_METHOD_KEY(0)
+  private static final long UNTIMED_ENTRY = layout(8);   // MakeUntimed(false, 0)
+  private static final long UNTIMED_EXIT = layout(9);    // MakeUntimed(true, 0)
+  // Per Java thread id, the thread's ring: 0 not known yet, -1 none to write
+  // (the natives record), else its address. Native memory of the agent.
+  private static final long RINGS = layout(10), RING_COUNT = layout(11);
+  private static final long FILTER = layout(12);         // where the filter table is published (exclude.h)
+  // Thread.tid: read as a field, since a subclass may override getId().
+  private static final long TID = tidOffset();
+
+  public static void enter(int id) {
+    if (on && !(direct && untimed(id, UNTIMED_ENTRY))) enterNative(id);
+  }
+
+  public static void exit(int id) {
+    if (on && !(direct && untimed(id, UNTIMED_EXIT))) exitNative(id);
+  }
+
+  // Writes the untimed record of method `id` to the calling thread's ring if
+  // the C++ hot path would write one there now; false when the natives must
+  // record (a reading is due, the thread was descheduled since the last one,
+  // the ring is not a dense fast ring, or it is not known yet).
+  private static boolean untimed(int id, long kind) {
+    if (TID < 0) return false;
+    // The platform thread: on JDKs with virtual threads the agent makes this
+    // call Thread.currentCarrierThread() (probe_class.cc), whose ring it is.
+    final long tid = U.getLong(Thread.currentThread(), TID);
+    if (tid <= 0 || tid >= RING_COUNT) return false;
+    final long r = U.getLong(RINGS + (tid << 3));
+    if (r <= 0) {
+      if (r == 0) bind(tid);
+      return false;
+    }
+    // RecordNow's untimed position: pos >= next_sync (0 in a dense ring),
+    // pos not a reading position, the thread on CPU since the last reading.
+    final long pos = U.getLong(r + POS);
+    if (pos < U.getLong(r + NEXT_SYNC) || (pos & (U.getInt(r + CLOCK_MASK) & 0xffffffffL)) == 0
+        || U.getLongAcquire(null, U.getAddress(r + ON_CPU)) == 0) {
+      return false;
+    }
+    final long key = METHOD_KEY | id;
+    final long table = U.getLongAcquire(null, FILTER);
+    if (table != 0 && filtered(table, key)) {
+      U.putLong(r + FILTERED, U.getLong(r + FILTERED) + 1);  // CountFiltered
+      return true;
+    }
+    // Publish: the slot, then pos, each a release store (plain movs on x86-64).
+    U.putLongRelease(null, U.getLong(r + SLOTS) + ((pos & U.getLong(r + MASK)) << 3), kind | key);
+    U.putLongRelease(null, r + POS, pos + 1);
+    return true;
+  }
+
+  // exclude.h, Excluded: table[0] the slot mask, then the keys, 0 empty.
+  private static boolean filtered(long table, long key) {
+    final long mask = U.getLong(table);
+    for (long i = (key * 0x9E3779B97F4A7C15L) >>> 40;; ++i) {
+      final long k = U.getLong(table + 8 + ((i & mask) << 3));
+      if (k == key) return true;
+      if (k == 0) return false;
+    }
+  }
+
+  private static long tidOffset() {
+    try {
+      return U.objectFieldOffset(Thread.class, "tid");
+    } catch (Throwable e) {
+      return -1;  // a JDK without the field: every record goes to the natives
+    }
+  }
+
+  private static native void enterNative(int id);   // natives.cc: the recorder's hot path
+  private static native void exitNative(int id);
+  private static native long layout(int what);      // natives.cc
+  private static native void bind(long tid);        // natives.cc: fills RINGS[tid]
+
+  /**
+   * Thread.setName's first call (the rename hook, rewriter.h): returns the
+   * name to set, and tells lookback the thread's new name.
+   */
+  public static native String renaming(Thread t, String name);
+
+  private LookbackProbe() {}
+}

@@ -154,13 +154,24 @@ bool LoadForBootLoader(JNIEnv* jni) {
 
 bool LinkProbeNatives(JNIEnv* jni, jclass probe, bool attached) {
   if (attached && !LoadForBootLoader(jni)) return false;
-  for (const char* name : {"enterNative", "exitNative"}) {
-    jmethodID m = jni->GetStaticMethodID(probe, name, "(I)V");
+  // Every native the probes call, while they are still off: linking a boot
+  // class's native runs ClassLoader.findNative, whose own probes would call
+  // the native being linked (bind: a StackOverflowError once on, found with
+  // LOOKBACK_ENABLED=0 and START_TRACING). layout was linked by the class's
+  // initialiser, which GetStaticMethodID ran.
+  struct Native {
+    const char* name;
+    const char* signature;
+  };
+  for (const Native& n : {Native{"enterNative", "(I)V"}, Native{"exitNative", "(I)V"}, Native{"bind", "(J)V"}}) {
+    jmethodID m = jni->GetStaticMethodID(probe, n.name, n.signature);
     if (m == nullptr) {
       jni->ExceptionClear();
       return false;
     }
-    jni->CallStaticVoidMethod(probe, m, 0);
+    jvalue zero;
+    zero.j = 0;  // id 0, thread id 0: never a method or a thread; ignored
+    jni->CallStaticVoidMethodA(probe, m, &zero);
     if (jni->ExceptionCheck()) {
       jni->ExceptionClear();
       return false;

@@ -1,7 +1,7 @@
 // Hubble's Listing 1 in Java (bench/java/Listing1.java) under every JVM
 // tracing mode, interleaved, medians; the native floor hook beside it.
 //
-//   jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F]
+//   jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F] [--java PATH]
 //
 // Variants, one JVM each (start-up is not timed: the program times its own
 // loop after a warm-up that lets C2 compile the chain):
@@ -10,6 +10,10 @@
 //   inline           the agent, inline mode, -XX:+CriticalJNINatives (what `lookback record` runs)
 //   inline, JNI      the same without -XX:+CriticalJNINatives: a plain JNI call per trace point
 //   listener         the agent, listener mode (JVMTI MethodEntry/MethodExit)
+//   fast             inline, LOOKBACK_CLOCK=fast, -XX:+CriticalJNINatives: the probe writes the
+//                    untimed records from Java (writes=java, the default), the natives take the readings
+//   fast, JNI        the same without -XX:+CriticalJNINatives (every JDK after 17)
+//   fast, natives    the fast clock with every record through the natives (writes=native)
 //   native floor     bench/listing1_gcc_floor against listing1_gcc_plain (the C++ floor hook)
 // ns per trace point = (variant - uninstrumented) / 20, per round, then the median.
 #include <algorithm>
@@ -26,13 +30,14 @@ namespace {
 using bench::Fmt;
 using bench::Median;
 
-enum Kind { kPlain, kOff, kInline, kInlineJni, kListener, kNativePlain, kNativeFloor, kKinds };
-const char* const kNames[kKinds] = {"uninstrumented", "off", "inline", "inline, JNI", "listener", "native plain",
-                                    "native floor"};
+enum Kind { kPlain, kOff, kInline, kInlineJni, kListener, kFast, kFastJni, kFastNatives, kNativePlain, kNativeFloor, kKinds };
+const char* const kNames[kKinds] = {"uninstrumented", "off",       "inline",        "inline, JNI",  "listener",
+                                    "fast",           "fast, JNI", "fast, natives", "native plain", "native floor"};
 constexpr int kTracePoints = 20;
 
 struct Setup {
   std::string java, classes, agent, native_dir, tmp;
+  bool critical = true;  // the JVM takes -XX:+CriticalJNINatives (JDK 18 removed it)
 };
 
 // About 0.3 s of timed calls per run. Listing 1 does `work` iterations of a
@@ -56,6 +61,7 @@ double RunOnce(const Setup& s, Kind k, int work, double scale) {
   // budget=off: the probe is measured, not the overhead budget (which would
   // shed Listing 1's methods a tenth of a second in).
   const std::string opts = "=dir=" + s.tmp + ",dump_at_exit=0,budget=off,include=Listing1.*";
+  if ((k == kInline || k == kFast || k == kFastNatives) && !s.critical) return NAN;  // no such JVM flag here
   switch (k) {
     case kPlain: argv = {s.java, "-cp", s.classes, "Listing1"}; break;
     case kOff:
@@ -68,6 +74,17 @@ double RunOnce(const Setup& s, Kind k, int work, double scale) {
       break;
     case kInlineJni: argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline", "-cp", s.classes, "Listing1"}; break;
     case kListener: argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=listener", "-cp", s.classes, "Listing1"}; break;
+    case kFast:
+      argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline,clock=fast", "-XX:+CriticalJNINatives", "-cp",
+              s.classes, "Listing1"};
+      break;
+    case kFastJni:
+      argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline,clock=fast", "-cp", s.classes, "Listing1"};
+      break;
+    case kFastNatives:
+      argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline,clock=fast,writes=native", "-XX:+CriticalJNINatives",
+              "-cp", s.classes, "Listing1"};
+      break;
     case kNativePlain: argv = {s.native_dir + "/listing1_gcc_plain"}; break;
     case kNativeFloor: argv = {s.native_dir + "/listing1_gcc_floor"}; break;
     default: return NAN;
@@ -86,6 +103,7 @@ double RunOnce(const Setup& s, Kind k, int work, double scale) {
 
 int main(int argc, char** argv) {
   int rounds = 5;
+  std::string java;
   double scale = 1.0;
   std::vector<int> works = {0, 1, 10, 100, 1000};
   for (int i = 1; i < argc; ++i) {
@@ -98,17 +116,20 @@ int main(int argc, char** argv) {
       rounds = atoi(next().c_str());
     } else if (a == "--scale") {
       scale = atof(next().c_str());
+    } else if (a == "--java") {
+      java = next();
     } else if (a == "--work") {
       works.clear();
       for (const auto& w : bench::Split(next(), ',')) works.push_back(atoi(w.c_str()));
     } else {
-      bench::Die("usage: jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F]");
+      bench::Die("usage: jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F] [--java PATH]");
     }
   }
   Setup s;
   const std::string self = bench::SelfDir();
-  s.java = bench::FindInPath("java").value_or("");
+  s.java = !java.empty() ? java : bench::FindInPath("java").value_or("");
   if (s.java.empty()) bench::Die("java not found in PATH");
+  s.critical = bench::Spawn({s.java, "-XX:+CriticalJNINatives", "-version"}, {}, {"JAVA_TOOL_OPTIONS"}).ok;
   s.classes = self + "/java";
   s.agent = self + "/../liblookback-jvm.so";
   s.native_dir = self;
@@ -133,7 +154,10 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) v.push_back(f(r));
     return Median(v);
   };
-  printf("Listing 1 in Java (depth 10, 20 trace points per call), OpenJDK 17, medians of %d interleaved rounds.\n", rounds);
+  const bench::Child version = bench::Spawn({s.java, "-version"}, {}, {"JAVA_TOOL_OPTIONS"});
+  const std::string first_line = version.text.substr(0, version.text.find('\n'));
+  printf("Listing 1 in Java (depth 10, 20 trace points per call), %s, medians of %d interleaved rounds.\n",
+         first_line.c_str(), rounds);
   printf("ns/tp = (variant - uninstrumented) / 20 per round, then the median. /proc/loadavg before: %s; after: %s\n\n",
          load_before.c_str(), bench::LoadAverage().c_str());
   printf("| work | uninstrumented, ns/call | off, ns/tp (goal <= 1) | inline, ns/tp (goal <= 12 at work 0) | inline, plain JNI, ns/tp | listener, ns/tp | listener / inline (goal >= 10 at 0, >= 25 at 100) | native floor hook, ns/tp | inline / native floor |\n");
@@ -150,6 +174,18 @@ int main(int argc, char** argv) {
     printf("| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", works[w], Fmt(plain, 1).c_str(), Fmt(off, 2).c_str(),
            Fmt(in, 2).c_str(), Fmt(jni, 2).c_str(), Fmt(lis, 1).c_str(), Fmt(ratio, 1).c_str(), Fmt(floor, 2).c_str(),
            Fmt(xf, 2).c_str());
+  }
+  // The fast clock (issue 24's goal: <= 3 ns per trace point with and without CriticalJNINatives).
+  printf("\nFast clock (one reading per group of records, and after every deschedule):\n\n");
+  printf("| work | fast, ns/tp (goal <= 3) | fast without CriticalJNINatives, ns/tp (goal <= 3) | fast, every record through the natives, ns/tp | natives / fast |\n");
+  printf("|---:|---:|---:|---:|---:|\n");
+  for (size_t w = 0; w < works.size(); ++w) {
+    const double fast = med([&](int r) { return tp(kFast, kPlain, w, r); });
+    const double fast_jni = med([&](int r) { return tp(kFastJni, kPlain, w, r); });
+    const double natives = med([&](int r) { return tp(kFastNatives, kPlain, w, r); });
+    const double ratio = med([&](int r) { return tp(kFastNatives, kPlain, w, r) / tp(kFast, kPlain, w, r); });
+    printf("| %d | %s | %s | %s | %s |\n", works[w], Fmt(fast, 2).c_str(), Fmt(fast_jni, 2).c_str(),
+           Fmt(natives, 2).c_str(), Fmt(ratio, 1).c_str());
   }
   return 0;
 }

@@ -37,14 +37,13 @@ JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_exitNative(jint id) 
 }
 
 // The ring's layout for the probe's direct writes (LookbackProbe.java, its
-// static finals, in this order), from the runtime's own headers: the agent
+// static finals, by number; 1 is no longer used), from the runtime's own headers: the agent
 // and liblookback.so agree on it when their ring ABIs do (DirectWrites).
 JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jint what) {
   using lookback::rt::Ring;
   const lookback::jvm::JavaRings& rings = lookback::jvm::g_java_rings;
   switch (what) {
     case 0: return __builtin_offsetof(Ring, pos);
-    case 1: return __builtin_offsetof(Ring, next_sync);
     case 2: return __builtin_offsetof(Ring, mask);
     case 3: return __builtin_offsetof(Ring, slots);
     case 4: return __builtin_offsetof(Ring, clock_mask);

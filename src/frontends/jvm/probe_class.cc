@@ -14,7 +14,8 @@ bool ReplaceUtf8Constant(std::vector<uint8_t>* bytes, const std::string& from, c
   if (b.size() < 10 || to.size() > 0xffff) return false;
   auto u2 = [&](size_t at) { return static_cast<size_t>(b[at]) << 8 | b[at + 1]; };
   const size_t count = u2(8);
-  size_t at = 10;
+  size_t at = 10, found = 0, found_size = 0;
+  // The whole pool is walked first: a pool that runs past the bytes is not edited.
   for (size_t i = 1; i < count; ++i) {
     if (at >= b.size()) return false;
     const uint8_t tag = b[at];
@@ -24,12 +25,9 @@ bool ReplaceUtf8Constant(std::vector<uint8_t>* bytes, const std::string& from, c
         if (at + 3 > b.size()) return false;
         size = 3 + u2(at + 1);
         if (at + size > b.size()) return false;
-        if (size - 3 == from.size() && memcmp(&b[at + 3], from.data(), from.size()) == 0) {
-          std::vector<uint8_t> entry = {1, static_cast<uint8_t>(to.size() >> 8), static_cast<uint8_t>(to.size())};
-          entry.insert(entry.end(), to.begin(), to.end());
-          bytes->erase(bytes->begin() + static_cast<std::ptrdiff_t>(at), bytes->begin() + static_cast<std::ptrdiff_t>(at + size));
-          bytes->insert(bytes->begin() + static_cast<std::ptrdiff_t>(at), entry.begin(), entry.end());
-          return true;
+        if (size - 3 == from.size() && memcmp(&b[at + 3], from.data(), from.size()) == 0 && found == 0) {
+          found = at;
+          found_size = size;
         }
         break;
       case 7: case 8: case 16: case 19: case 20: size = 3; break;                 // Class, String, MethodType, Module, Package
@@ -40,7 +38,12 @@ bool ReplaceUtf8Constant(std::vector<uint8_t>* bytes, const std::string& from, c
     }
     at += size;
   }
-  return false;
+  if (at > b.size() || found == 0) return false;
+  std::vector<uint8_t> entry = {1, static_cast<uint8_t>(to.size() >> 8), static_cast<uint8_t>(to.size())};
+  entry.insert(entry.end(), to.begin(), to.end());
+  const auto begin = bytes->begin() + static_cast<std::ptrdiff_t>(found);
+  bytes->insert(bytes->erase(begin, begin + static_cast<std::ptrdiff_t>(found_size)), entry.begin(), entry.end());
+  return true;
 }
 
 std::vector<uint8_t> ProbeClassBytes(bool carrier_thread) {

@@ -28,7 +28,7 @@ public final class LookbackProbe {
   // The ring's layout and the record's encoding, handed over by the agent
   // that defined this class (natives.cc, ProbeLayout), which reads them from
   // src/runtime/hot_path.h and src/format/format.h: constants to C2.
-  private static final long POS = layout(0), NEXT_SYNC = layout(1), MASK = layout(2), SLOTS = layout(3),
+  private static final long POS = layout(0), MASK = layout(2), SLOTS = layout(3),
       CLOCK_MASK = layout(4), ON_CPU = layout(5), FILTERED = layout(6);
   private static final long METHOD_KEY = layout(7);      // LB_METHOD_KEY(0)
   private static final long UNTIMED_ENTRY = layout(8);   // MakeUntimed(false, 0)
@@ -63,11 +63,13 @@ public final class LookbackProbe {
       if (r == 0) bind(tid);
       return false;
     }
-    // RecordNow's untimed position: pos >= next_sync (0 in a dense ring),
-    // pos not a reading position, the thread on CPU since the last reading.
+    // RecordNow's untimed position: not a reading position of a dense ring,
+    // and the thread on CPU since the last reading. (RecordNow first tests
+    // pos >= next_sync; that holds whenever clock_mask is not 0, since the
+    // slow path sets next_sync to 0 when it makes a ring dense, and whoever
+    // sets it again while the ring is dense clears the on-CPU word too.)
     final long pos = U.getLong(r + POS);
-    if (pos < U.getLong(r + NEXT_SYNC) || (pos & (U.getInt(r + CLOCK_MASK) & 0xffffffffL)) == 0
-        || U.getLongAcquire(null, U.getAddress(r + ON_CPU)) == 0) {
+    if ((pos & (U.getInt(r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getAddress(r + ON_CPU)) == 0) {
       return false;
     }
     final long key = METHOD_KEY | id;

@@ -6,12 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
@@ -49,18 +52,57 @@ std::set<std::string> ListDumps(const std::string& dir) {
 // The flags that load the JVM agent (docs/jvm.md), put right after a JVM
 // launcher's name so that the agent is loaded before any class and tracing
 // starts before main.
-std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& agent,
-                                  const std::vector<std::string>& command) {
+std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& agent) {
   std::string agent_options = "mode=" + o.jvm_mode;
   for (const std::string& g : o.jvm_include) agent_options += ",include=" + g;
   for (const std::string& g : o.jvm_exclude) agent_options += ",exclude=" + g;
   if (o.jvm_probe_inlined) agent_options += ",inlined=probe";
   if (o.jvm_startup != "sync") agent_options += ",startup=" + o.jvm_startup;
-  std::vector<std::string> flags = {"-agentpath:" + agent + "=" + agent_options};
-  // The cheapest call from Java into the recorder (natives.cc); JDK 17
-  // prints one deprecation warning for it.
-  if (o.jvm_mode == "inline" && !Mentions(command, "CriticalJNINatives")) flags.push_back("-XX:+CriticalJNINatives");
-  return flags;
+  return {"-agentpath:" + agent + "=" + agent_options};
+}
+
+// The feature release of the JDK whose launcher `program` is (JAVA_VERSION in
+// the `release` file beside its bin/: "17.0.15" is 17, "1.8.0_392" is 8), 0
+// when it cannot tell. exec_hooks.c's lb_jdk_release does the same for the
+// JVMs the command starts.
+int JdkRelease(std::string program) {
+  if (program.find('/') == std::string::npos) {
+    const char* path = getenv("PATH");
+    std::string found;
+    for (std::string_view dirs = path ? path : ""; found.empty() && !dirs.empty();) {
+      const size_t colon = std::min(dirs.find(':'), dirs.size());
+      const std::string candidate = std::string(dirs.substr(0, colon)) + "/" + program;
+      if (colon > 0 && access(candidate.c_str(), X_OK) == 0) found = candidate;
+      dirs.remove_prefix(std::min(colon + 1, dirs.size()));
+    }
+    if (found.empty()) return 0;
+    program = found;
+  }
+  char real[PATH_MAX];
+  if (realpath(program.c_str(), real) == nullptr) return 0;
+  std::string release = real;  // .../bin/java
+  release = release.substr(0, release.rfind('/'));
+  release = release.substr(0, release.rfind('/') + 1) + "release";
+  FILE* f = fopen(release.c_str(), "re");
+  if (f == nullptr) return 0;
+  char text[4096];
+  text[fread(text, 1, sizeof text - 1, f)] = '\0';
+  fclose(f);
+  const char* v = strstr(text, "JAVA_VERSION=\"");
+  if (v == nullptr) return 0;
+  v += sizeof "JAVA_VERSION=\"" - 1;
+  if (v[0] == '1' && v[1] == '.') v += 2;
+  return atoi(v);
+}
+
+// -XX:+CriticalJNINatives, the cheapest call from Java into the recorder
+// (natives.cc), exists up to JDK 17 (which prints one deprecation warning
+// for it); JDK 18 removed it, and a JVM refuses to start with a flag it does
+// not know. So it goes only to launchers of JDK 17 or older: here for a
+// `java` command, in exec_hooks.c (LOOKBACK_JVM_CRITICAL) for JVMs the
+// command starts.
+bool WantsCriticalNatives(const RecordOptions& o, const std::vector<std::string>& command) {
+  return o.jvm_mode == "inline" && !Mentions(command, "CriticalJNINatives");
 }
 
 // What the command's processes told us (LOOKBACK_RECORD_EVENTS): the JVM
@@ -130,11 +172,19 @@ Outcome Run(const RecordOptions& o) {
   if (java_command && !have_agent) return Outcome::Error("the program is a JVM, but " + agent + " is missing");
   std::string events_path;
   if (have_agent) {
-    const std::vector<std::string> jvm_flags = JvmFlags(o, agent, command);
+    const std::vector<std::string> jvm_flags = JvmFlags(o, agent);
     std::string joined;
     for (const std::string& f : jvm_flags) joined += (joined.empty() ? "" : "\n") + f;
     setenv("LOOKBACK_JVM_FLAGS", joined.c_str(), 1);
-    if (java_command) command.insert(command.begin() + 1, jvm_flags.begin(), jvm_flags.end());
+    const bool critical = WantsCriticalNatives(o, command);
+    if (critical) setenv("LOOKBACK_JVM_CRITICAL", "1", 1);
+    if (java_command) {
+      command.insert(command.begin() + 1, jvm_flags.begin(), jvm_flags.end());
+      const int release = JdkRelease(command[0]);
+      if (critical && release > 0 && release <= 17) {
+        command.insert(command.begin() + 1 + static_cast<std::ptrdiff_t>(jvm_flags.size()), "-XX:+CriticalJNINatives");
+      }
+    }
     const char* tmp = getenv("TMPDIR");
     std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/lookback-record-XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());

@@ -7,10 +7,12 @@
 // script's pid finds the JVM below it.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -107,6 +109,55 @@ TEST(Launchers, AShellScriptThatRunsJavaIsTraced) {
   ASSERT_EQ(dumps.size(), 1u) << r.err;
   EXPECT_EQ(EnteredMethods(dumps[0]).count("long SpawnsJvm.childWork(int)"), 50u);
   EXPECT_EQ(MustOpen(dumps[0]).process.name, "java");
+}
+
+// -XX:+CriticalJNINatives exists up to JDK 17; a JVM of 18 or later refuses
+// to start with it. record adds it only for a launcher whose JDK's `release`
+// file says 17 or older, whether it runs `java` itself or a script does (the
+// exec hooks), through symbolic links as Debian's /usr/bin/java is one. The
+// launchers here are fake JDKs: a script that writes its arguments down.
+TEST(Launchers, CriticalNativesGoOnlyToJdksThatStillHaveThem) {
+  const std::string cli = Cli();
+  if (access((cli.substr(0, cli.rfind('/') + 1) + "liblookback-jvm.so").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JVM agent built";
+  }
+  const std::string dir = FreshDir("critical-natives");
+  struct Jdk {
+    const char* name;
+    const char* version;
+    bool critical;
+  };
+  for (const Jdk& jdk : {Jdk{"jdk8", "1.8.0_392", true}, Jdk{"jdk17", "17.0.15", true}, Jdk{"jdk21", "21.0.2", false},
+                         Jdk{"jdk25", "25", false}, Jdk{"unknown", "", false}}) {
+    const std::string home = dir + "/" + jdk.name;
+    std::filesystem::create_directories(home + "/bin");
+    if (*jdk.version) std::ofstream(home + "/release") << "IMPLEMENTOR=\"test\"\nJAVA_VERSION=\"" << jdk.version << "\"\n";
+    const std::string java = home + "/bin/java";
+    const std::string args_file = home + "/args";
+    std::ofstream(java) << "#!/bin/sh\nfor a; do echo \"$a\"; done >> '" << args_file << "'\n";
+    chmod(java.c_str(), 0755);
+    // A link to it elsewhere, as /usr/bin/java is.
+    std::filesystem::create_directories(dir + "/links/" + jdk.name);
+    const std::string link = dir + "/links/" + jdk.name + "/java";
+    std::filesystem::create_symlink(java, link);
+    for (const std::string how : {"direct", "script"}) {
+      SCOPED_TRACE(std::string(jdk.name) + " " + how);
+      std::filesystem::remove(args_file);
+      const std::vector<std::string> command =
+          how == "direct" ? std::vector<std::string>{link, "-version"}
+                          : std::vector<std::string>{"/bin/sh", "-c", "\"$0\" -version", link};
+      std::vector<std::string> argv = {cli, "record", "-q", "--dir", dir + "/dumps", "--"};
+      argv.insert(argv.end(), command.begin(), command.end());
+      const RunResult r = RunProgram(argv);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      std::ifstream in(args_file);
+      std::stringstream args;
+      args << in.rdbuf();
+      EXPECT_NE(args.str().find("-agentpath:"), std::string::npos) << args.str();
+      EXPECT_EQ(args.str().find("-XX:+CriticalJNINatives") != std::string::npos, jdk.critical) << args.str();
+      EXPECT_NE(args.str().find("-version"), std::string::npos) << args.str();
+    }
+  }
 }
 
 TEST(Launchers, AJvmLookbackCannotSeeIsNamedInsteadOfTheCompilerFlags) {

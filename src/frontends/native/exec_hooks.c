@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,19 +64,91 @@ LB_LOCAL const char* lb_jvm_flags_for(const char* path, char* const argv[]) {
   return flags;
 }
 
+/* The feature release of the JDK whose launcher `path` is (JAVA_VERSION in
+ * the `release` file beside its bin/: "17.0.15" is 17, "1.8.0_392" is 8), or
+ * 0 when it cannot tell. A bare name is looked up in PATH, symbolic links
+ * are followed (/usr/bin/java, /etc/alternatives/java). Syscalls and stack
+ * buffers only: an exec may run in a vfork child. */
+LB_LOCAL int lb_jdk_release(const char* path) {
+  char file[4096];
+  if (path == NULL || strlen(path) >= sizeof file) return 0;
+  if (strchr(path, '/') == NULL) {
+    const char* dirs = getenv("PATH");
+    int found = 0;
+    for (const char* p = dirs; p != NULL && !found;) {
+      const char* colon = strchr(p, ':');
+      const size_t len = colon != NULL ? (size_t)(colon - p) : strlen(p);
+      if (len > 0 && len + 1 + strlen(path) < sizeof file) {
+        memcpy(file, p, len);
+        file[len] = '/';
+        strcpy(file + len + 1, path);
+        found = access(file, X_OK) == 0;
+      }
+      p = colon != NULL ? colon + 1 : NULL;
+    }
+    if (!found) return 0;
+  } else {
+    strcpy(file, path);
+  }
+  for (int hop = 0; hop < 16; ++hop) {
+    char target[4096];
+    const ssize_t n = readlink(file, target, sizeof target - 1);
+    if (n <= 0) break;  /* not a link */
+    target[n] = '\0';
+    const char* slash = strrchr(file, '/');
+    const size_t keep = target[0] == '/' || slash == NULL ? 0 : (size_t)(slash - file) + 1;
+    if (keep + (size_t)n >= sizeof file) return 0;
+    memcpy(file + keep, target, (size_t)n + 1);
+  }
+  char* slash = strrchr(file, '/'); /* .../bin/java -> .../bin */
+  if (slash == NULL) return 0;
+  *slash = '\0';
+  slash = strrchr(file, '/'); /* .../bin -> .../release */
+  if (slash == NULL || (size_t)(slash - file) + sizeof "/release" > sizeof file) return 0;
+  strcpy(slash, "/release");
+  const int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[4096];
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  const char* v = strstr(text, "JAVA_VERSION=\"");
+  if (v == NULL) return 0;
+  v += sizeof "JAVA_VERSION=\"" - 1;
+  if (v[0] == '1' && v[1] == '.') v += 2;
+  int release = 0;
+  while (*v >= '0' && *v <= '9' && release < 10000) release = release * 10 + (*v++ - '0');
+  return release;
+}
+
+/* -XX:+CriticalJNINatives, the cheapest call from Java into the recorder,
+ * exists up to JDK 17; JDK 18 removed it and a JVM refuses to start with a
+ * flag it does not know. So record asks for it (LOOKBACK_JVM_CRITICAL=1)
+ * and it is added only for a launcher of JDK 17 or older. */
+LB_LOCAL int lb_wants_critical(const char* path, char* const argv[]) {
+  const char* want = getenv("LOOKBACK_JVM_CRITICAL");
+  if (want == NULL || strcmp(want, "1") != 0) return 0;
+  const int release = lb_jdk_release(path != NULL ? path : argv[0]);
+  return release > 0 && release <= 17;
+}
+
 /* Fills `out` (room for argc + LB_MAX_JVM_FLAGS + 1) with argv[0], the flags
- * (split at newlines in `buf`, a copy of `flags`), then argv[1..]. */
-LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, char* buf, char* const argv[], size_t argc, char** out) {
+ * (split at newlines in `buf`, a copy of `flags`), -XX:+CriticalJNINatives
+ * if `critical`, then argv[1..]. */
+LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, int critical, char* buf, char* const argv[], size_t argc,
+                                        char** out) {
   size_t n = 0;
   out[n++] = argv[0];
   strcpy(buf, flags);
-  for (char* p = buf; *p != '\0' && n < 1 + LB_MAX_JVM_FLAGS;) {
+  for (char* p = buf; *p != '\0' && n < LB_MAX_JVM_FLAGS;) {
     char* end = strchr(p, '\n');
     if (end != NULL) *end = '\0';
     if (*p != '\0') out[n++] = p;
     if (end == NULL) break;
     p = end + 1;
   }
+  if (critical) out[n++] = (char*)"-XX:+CriticalJNINatives";
   for (size_t i = 1; i < argc; ++i) out[n++] = argv[i];
   out[n] = NULL;
   return out;
@@ -83,12 +156,14 @@ LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, char* buf, char* cons
 
 /* Declares `lb_av`: argv, or argv with the JVM flags inserted, in arrays on
  * this stack frame (an exec may run in a vfork child: no malloc). */
-#define LB_JVM_ARGV(path, argv)                                                                  \
-  const char* lb_flags = lb_jvm_flags_for((path), (argv));                                       \
-  const size_t lb_n = lb_argc(argv);                                                             \
-  char lb_buf[lb_flags != NULL ? strlen(lb_flags) + 1 : 1];                                      \
-  char* lb_out[lb_flags != NULL ? lb_n + LB_MAX_JVM_FLAGS + 1 : 1];                              \
-  char* const* lb_av = lb_flags != NULL ? lb_with_jvm_flags(lb_flags, lb_buf, (argv), lb_n, lb_out) : (argv)
+#define LB_JVM_ARGV(path, argv)                                                                        \
+  const char* lb_flags = lb_jvm_flags_for((path), (argv));                                             \
+  const int lb_critical = lb_flags != NULL && lb_wants_critical((path), (argv));                       \
+  const size_t lb_n = lb_argc(argv);                                                                   \
+  char lb_buf[lb_flags != NULL ? strlen(lb_flags) + 1 : 1];                                            \
+  char* lb_out[lb_flags != NULL ? lb_n + LB_MAX_JVM_FLAGS + 1 : 1];                                    \
+  char* const* lb_av =                                                                                 \
+      lb_flags != NULL ? lb_with_jvm_flags(lb_flags, lb_critical, lb_buf, (argv), lb_n, lb_out) : (argv)
 
 typedef int (*execve_fn)(const char*, char* const[], char* const[]);
 typedef int (*execv_fn)(const char*, char* const[]);

@@ -42,7 +42,7 @@ for i in $(seq 1 "$runs"); do
     rm -f "$log"
     echo "run $i/$runs: passed ($(($(date +%s) - start)) s)"
   else
-    failed=$(sed -n 's/^ *[0-9]* - \(.*\) (\(Failed\|Timeout\|SEGFAULT\|Subprocess aborted\|.*\))$/\1/p' "$log" | sort -u | tr '\n' ' ')
+    failed=$(sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+).*\((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception)\)$/\1/p' "$log" | sort -u | tr '\n' ' ')
     for t in $failed; do failures[$t]=$((${failures[$t]:-0} + 1)); done
     echo "run $i/$runs: FAILED ($(($(date +%s) - start)) s): $failed  (log: $log)"
   fi

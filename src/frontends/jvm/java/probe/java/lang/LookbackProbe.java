@@ -16,6 +16,7 @@
 package java.lang;
 
 import jdk.internal.misc.Unsafe;
+import jdk.internal.vm.annotation.ForceInline;
 
 public final class LookbackProbe {
   /** Tracing started: set by the agent. */
@@ -40,10 +41,15 @@ public final class LookbackProbe {
   // Thread.tid: read as a field, since a subclass may override getId().
   private static final long TID = tidOffset();
 
+  // @ForceInline (honoured in boot classes): C2 otherwise inlines untimed
+  // (about 260 bytes of bytecode) only at the call sites it finds hot, and
+  // calls it at the others (PrintInlining: "callee is too large").
+  @ForceInline
   public static void enter(int id) {
     if (on && !(direct && untimed(id, UNTIMED_ENTRY))) enterNative(id);
   }
 
+  @ForceInline
   public static void exit(int id) {
     if (on && !(direct && untimed(id, UNTIMED_EXIT))) exitNative(id);
   }
@@ -52,6 +58,7 @@ public final class LookbackProbe {
   // the C++ hot path would write one there now; false when the natives must
   // record (a reading is due, the thread was descheduled since the last one,
   // the ring is not a dense fast ring, or it is not known yet).
+  @ForceInline
   private static boolean untimed(int id, long kind) {
     if (TID < 0) return false;
     // The platform thread: on JDKs with virtual threads the agent makes this

@@ -10,6 +10,8 @@
 #   nobudget       the same with --budget off (every call recorded)
 #   inline-all     the same with --jvm-probe-inlined (every method probed)
 #   fast           inline mode with --clock fast
+#   fastoff        --clock fast --budget off: every probed method recorded (issue 24's measure)
+#   fastnative     the same with --jvm-writes native (every record through the natives)
 #   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
 # Prints the median wall time and peak RSS per mode, trace points per second
 # (records written = events in the exit dump + records overwritten), the exit
@@ -52,6 +54,11 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes"
     fast)
       /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --clock fast -- java "${javac_main[@]}" \
         >/dev/null 2>&1 ;;
+    fastoff | fastnative)
+      local writes=java
+      [[ $mode == fastnative ]] && writes=native
+      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --clock fast --budget off --jvm-writes "$writes" \
+        -- java "${javac_main[@]}" >/dev/null 2>&1 ;;
   esac
   local records=0 bytes=0 estimate=- span=-
   if [[ -d "$dir" ]]; then

@@ -113,6 +113,7 @@ Outcome Run(const AttachOptions& given, const RecordOptions& o) {
   for (const std::string& g : o.jvm_include) options += ",include=" + g;
   for (const std::string& g : o.jvm_exclude) options += ",exclude=" + g;
   if (o.jvm_probe_inlined) options += ",inlined=probe";
+  if (o.jvm_writes != "java") options += ",writes=" + o.jvm_writes;
   for (auto [var, value] : RecorderSettings(o, Absolute(o.dir))) {
     std::string key = var.substr(9);  // LOOKBACK_
     for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -199,6 +199,12 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
                   "agent option startup=); docs/jvm.md")
       ->check(CLI::IsMember({"sync", "async"}))
       ->capture_default_str();
+  sub->add_option("--jvm-writes", o->jvm_writes,
+                  "For a JVM with --clock fast: java (default: the probes write the untimed records between readings "
+                  "themselves) or native (every record through a call into the recorder; agent option writes=); "
+                  "docs/jvm.md")
+      ->check(CLI::IsMember({"java", "native"}))
+      ->capture_default_str();
 }
 
 }  // namespace lookback::cli

@@ -840,10 +840,17 @@ TEST_P(JvmFastClock, EveryThreadsCallsEqualGroundTruthWhicheverSideWritesTheReco
   const std::string dir = FreshDir("jvm-fast-" + writes);
   const std::string gt = dir + "/ground-truth.txt";
   JvmRun run;
-  run.result = RunProgram({LOOKBACK_TEST_JAVA,
-                           "-agentpath:" + agent + "=include=CallTree.*,inlined=probe,writes=" + writes +
-                               ",clock=fast,budget=off,dir=" + dir + "/dumps,dump_at_exit=1",
-                           "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree", "4", "2000", "42", gt});
+  // writes=java through the agent's own option; native as a user picks it, through record.
+  if (writes == "java") {
+    run.result = RunProgram({LOOKBACK_TEST_JAVA,
+                             "-agentpath:" + agent + "=include=CallTree.*,inlined=probe,writes=java,clock=fast,budget=off,dir=" +
+                                 dir + "/dumps,dump_at_exit=1",
+                             "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree", "4", "2000", "42", gt});
+  } else {
+    run.result = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "CallTree.*",
+                             "--jvm-probe-inlined", "--jvm-writes", writes, "--clock", "fast", "--budget", "off", "--",
+                             LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree", "4", "2000", "42", gt});
+  }
   const auto dumps = Dumps(dir + "/dumps");
   ASSERT_EQ(dumps.size(), 1u) << run.result.err;
   run.dump = dumps[0];

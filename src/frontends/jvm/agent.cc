@@ -108,38 +108,24 @@ Options ParseOptions(const char* text) {
     const size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     std::string value = eq == std::string::npos ? "1" : item.substr(eq + 1);
+    // key=ON|OFF options: *flag = (value == ON); the error names both.
+    auto either = [&](const char* on, const char* off, bool* flag) {
+      if (value == on || value == off) {
+        *flag = value == on;
+      } else {
+        o.error = key + " must be " + off + " or " + on + ", not '" + value + "'";
+      }
+    };
+    bool listener = o.mode == Mode::kListener;
     if (key == "mode") {
-      if (value == "inline") {
-        o.mode = Mode::kInline;
-      } else if (value == "listener") {
-        o.mode = Mode::kListener;
-      } else {
-        o.error = "mode must be inline or listener, not '" + value + "'";
-      }
+      either("listener", "inline", &listener);
+      o.mode = listener ? Mode::kListener : Mode::kInline;
     } else if (key == "inlined") {
-      if (value == "skip") {
-        o.probe_inlined = false;
-      } else if (value == "probe") {
-        o.probe_inlined = true;
-      } else {
-        o.error = "inlined must be skip or probe, not '" + value + "'";
-      }
+      either("probe", "skip", &o.probe_inlined);
     } else if (key == "startup") {
-      if (value == "async") {
-        o.startup_sync = false;
-      } else if (value == "sync") {
-        o.startup_sync = true;
-      } else {
-        o.error = "startup must be async or sync, not '" + value + "'";
-      }
+      either("sync", "async", &o.startup_sync);
     } else if (key == "writes") {
-      if (value == "java") {
-        o.java_writes = true;
-      } else if (value == "native") {
-        o.java_writes = false;
-      } else {
-        o.error = "writes must be java or native, not '" + value + "'";
-      }
+      either("java", "native", &o.java_writes);
     } else if (key == "include" || key == "exclude") {
       size_t p = 0;
       while (p <= value.size()) {

@@ -41,9 +41,12 @@ public final class LookbackProbe {
   // Thread.tid: read as a field, since a subclass may override getId().
   private static final long TID = tidOffset();
 
-  // @ForceInline (honoured in boot classes): C2 otherwise inlines untimed
-  // (about 260 bytes of bytecode) only at the call sites it finds hot, and
-  // calls it at the others (PrintInlining: "callee is too large").
+  // enter/exit are inlined into every traced method (@ForceInline is honoured
+  // in boot classes). untimed (about 260 bytes of bytecode) is left to C2,
+  // which inlines it where the call site is hot and calls it elsewhere:
+  // forced into every probe of javac (bench/jvm_workload.sh) it made the
+  // compiled code so large that javac ran 4.8x plain instead of 2.3x, and a
+  // call at every site (@DontInline) cost Listing 1 0.9 ns a trace point.
   @ForceInline
   public static void enter(int id) {
     if (on && !(direct && untimed(id, UNTIMED_ENTRY))) enterNative(id);
@@ -58,7 +61,6 @@ public final class LookbackProbe {
   // the C++ hot path would write one there now; false when the natives must
   // record (a reading is due, the thread was descheduled since the last one,
   // the ring is not a dense fast ring, or it is not known yet).
-  @ForceInline
   private static boolean untimed(int id, long kind) {
     if (TID < 0) return false;
     // The platform thread: on JDKs with virtual threads the agent makes this

@@ -81,6 +81,9 @@ int lb_thread_is_tracing(void) LOOKBACK_API;
  * lb_filter_table: where the table of excluded and shed keys is published
  * (src/runtime/exclude.h); calls of those are not recorded. */
 uint32_t lb_ring_abi(void) LOOKBACK_API;
+/* Records per clock reading as configured (LOOKBACK_CLOCK): 1 for the exact
+ * clock, whose rings a front-end never writes to itself. */
+uint32_t lb_clock_group(void) LOOKBACK_API;
 int lb_thread_fast_ring(void** ring) LOOKBACK_API;
 const uint64_t* const* lb_filter_table(void) LOOKBACK_API;
 

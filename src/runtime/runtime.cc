@@ -1118,6 +1118,8 @@ void lb_thread_disable(void) {
 
 uint32_t lb_ring_abi(void) { return kRingAbi; }
 
+uint32_t lb_clock_group(void) { return EnsureInitialised() ? R().config.clock_group : 1; }
+
 int lb_thread_fast_ring(void** ring) {
   Ring* r = lb_tls_ring;
   if (IsSentinel(r)) return 0;

@@ -518,6 +518,7 @@ bool LoadRuntime() {
   g_runtime.set_shed_listener = reinterpret_cast<void (*)(void (*)())>(dlsym(loaded, "lb_set_shed_listener"));
   // Optional (older runtimes): without them the probe calls the natives for every record.
   g_runtime.ring_abi = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_ring_abi"));
+  g_runtime.clock_group = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_clock_group"));
   g_runtime.fast_ring = reinterpret_cast<int (*)(void**)>(dlsym(loaded, "lb_thread_fast_ring"));
   g_runtime.filter_table = reinterpret_cast<const uint64_t* const* (*)()>(dlsym(loaded, "lb_filter_table"));
   if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name ||

@@ -36,6 +36,7 @@ struct RuntimeApi {
   void (*set_shed_listener)(void (*listener)(void)) = nullptr;
   // For the probe's direct writes (optional: without them every record goes through enter/exit).
   uint32_t (*ring_abi)() = nullptr;
+  uint32_t (*clock_group)() = nullptr;
   int (*fast_ring)(void** ring) = nullptr;
   const uint64_t* const* (*filter_table)() = nullptr;
 };

@@ -80,9 +80,13 @@ JavaRings g_java_rings;
 bool SetUpJavaRings() {
   if (g_java_rings.ring_of != nullptr) return true;  // (attached again after a detach)
   if (g_runtime.ring_abi == nullptr || g_runtime.fast_ring == nullptr || g_runtime.filter_table == nullptr ||
-      g_runtime.ring_abi() != rt::kRingAbi) {
+      g_runtime.clock_group == nullptr || g_runtime.ring_abi() != rt::kRingAbi) {
     return false;  // another runtime: every record goes through lb_enter/lb_exit
   }
+  // The exact clock: every record needs a reading, so the probe would only pay
+  // for its checks before calling the natives anyway (1.5-2 ns a trace point
+  // on Listing 1); `direct` stays false and the probe calls them at once.
+  if (g_runtime.clock_group() <= 1) return false;
   // Reserved, not committed: a page is touched only once a thread of ids in it binds.
   void* p = mmap(nullptr, JavaRings::kCount * sizeof(int64_t), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

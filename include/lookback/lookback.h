@@ -87,6 +87,24 @@ uint32_t lb_clock_group(void) LOOKBACK_API;
 int lb_thread_fast_ring(void** ring) LOOKBACK_API;
 const uint64_t* const* lb_filter_table(void) LOOKBACK_API;
 
+/* Per-function guard bytes, for a front-end whose trace points are inlined
+ * into the program, where a table lookup would cost too much (the clang pass,
+ * src/runtime/pass_guards.h; the JVM agent's Java probes, docs/jvm.md): each
+ * guarded function has a byte, 0 recorded, nonzero shed, that its trace
+ * points read (relaxed) before anything else; a shed function's trace points
+ * then read nothing else and write nothing. The overhead budget sets the
+ * guards of the functions it sheds and clears them when it brings them back.
+ * lb_pass_register_guards hands the runtime [begin, end) of an array of
+ * lb_guard_entry, which must stay valid (and registered) for as long as any
+ * of those guards may be read; a table registered after something was shed
+ * has its guards set at once. lb_pass_unregister_guards takes a table back. */
+typedef struct lb_guard_entry {
+  uint64_t key;    /* the key the function's trace points record */
+  uint8_t* guard;
+} lb_guard_entry;
+void lb_pass_register_guards(const void* begin, const void* end) LOOKBACK_API;
+void lb_pass_unregister_guards(const void* begin, const void* end) LOOKBACK_API;
+
 /* Names the calling thread for lookback only (dumps, exporters, LOOKBACK_THREADS
  * and stall patterns), instead of its kernel name, which is cut at 15 bytes and
  * which a managed runtime may not keep in step with its own thread names (the

@@ -57,6 +57,7 @@ struct Budget {
   std::vector<uint64_t> shed;         // sorted: what is shed now
   uint64_t calm_since_ns = 0;         // every thread under a quarter of the budget since (0: not calm)
   uint32_t returns = 0;               // times BringBack ran: each doubles the calm it waits for
+  uint64_t guards_gone_seen = 0;      // PassGuardUnregistrations() when last looked at
 };
 
 Budget& B() {
@@ -280,6 +281,15 @@ uint64_t BudgetTick(uint64_t now_ns) {
     // Per thread, the calls per second of its own work of what it shed
     // through the clang pass's guards and is still shed.
     std::unordered_map<uint32_t, double> pass_shed_rate;
+    // A guarded function whose guards were all taken back has no trace
+    // points left (a module unloaded; a Java method the agent retransformed
+    // without its probes): its calls cost nothing now.
+    if (const uint64_t gone = PassGuardUnregistrations(); gone != b.guards_gone_seen) {
+      b.guards_gone_seen = gone;
+      for (ShedFunction& f : b.history) {
+        if (f.pass_guard && f.until_ns == 0 && !PassGuardRegistered(f.key)) f.pass_guard = false;
+      }
+    }
     for (const ShedFunction& f : b.history) {
       if (f.pass_guard && f.until_ns == 0) pass_shed_rate[f.tid] += f.calls_per_own_s;
     }

@@ -75,8 +75,9 @@ struct ShedFunction {
   // time less the estimated cost of tracing: what shedding does not change,
   // where a rate per CPU second measured at full price is several times too
   // low once the thread runs without its cost), and whether code built with
-  // the clang pass has a guard for it: nothing counts those calls, so the
-  // estimate prices them at this rate until the function comes back.
+  // a front-end with guards (the clang pass, the JVM agent) has a guard for
+  // it: nothing counts those calls, so the estimate prices them at this rate
+  // until the function comes back or its guards are all unregistered.
   double calls_per_own_s = 0;
   bool pass_guard = false;
 };

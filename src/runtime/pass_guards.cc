@@ -8,12 +8,18 @@
 #include "runtime/pass_guards.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
+#include "lookback/lookback.h"
 #include "runtime/hot_path.h"
 
 namespace lookback::rt {
+// lookback.h's lb_guard_entry is the same table entry, for front-ends other than the pass.
+static_assert(sizeof(lb_guard_entry) == sizeof(PassGuardEntry) && offsetof(lb_guard_entry, key) == offsetof(PassGuardEntry, fn) &&
+                  offsetof(lb_guard_entry, guard) == offsetof(PassGuardEntry, guard),
+              "lb_guard_entry and PassGuardEntry are one ABI");
 namespace {
 
 struct Table {
@@ -34,6 +40,7 @@ struct Registry {
 std::mutex g_mutex;
 Registry* g_registry = nullptr;            // under g_mutex
 bool (*g_shed_query)(uint64_t) = nullptr;  // under g_mutex
+std::atomic<uint64_t> g_unregistrations{0};  // tables taken back (PassGuardUnregistrations)
 
 // What the registry allocates is not the calling thread's to trace (as in
 // lb_set_note): the program's operator new may itself be instrumented.
@@ -93,6 +100,16 @@ bool SetPassGuard(uint64_t fn, bool shed) {
   return found;
 }
 
+bool PassGuardRegistered(uint64_t fn) {
+  Untraced untraced;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  Registry& reg = Locked();
+  const auto it = FindLocked(reg, fn);
+  return it != reg.index.end() && it->fn == fn;
+}
+
+uint64_t PassGuardUnregistrations() { return g_unregistrations.load(std::memory_order_acquire); }
+
 size_t PassGuardCount() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_registry == nullptr ? 0 : g_registry->count;
@@ -139,6 +156,7 @@ void lb_pass_unregister_guards(const void* begin, const void* end) {
     reg.count -= static_cast<size_t>(reg.tables[i].end - reg.tables[i].begin);
     reg.tables.erase(reg.tables.begin() + static_cast<ptrdiff_t>(i));
     reg.dirty = true;
+    g_unregistrations.fetch_add(1, std::memory_order_release);
     break;
   }
 }

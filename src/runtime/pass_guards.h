@@ -50,6 +50,15 @@ bool SetPassGuard(uint64_t fn, bool shed);
 // Guards registered by modules currently loaded (copies counted).
 size_t PassGuardCount();
 
+// Tables unregistered so far (lb_pass_unregister_guards): when it has not
+// moved, every function that had a guard still has one.
+uint64_t PassGuardUnregistrations();
+// Whether a registered table still has a guard for `fn`. A function whose
+// every guard was unregistered has no trace points left to run (its module
+// is gone, or the JVM agent took its probes out, docs/jvm.md), so its shed
+// calls cost nothing any more.
+bool PassGuardRegistered(uint64_t fn);
+
 // When set, a module registered afterwards (a dlopen'ed library) has each of
 // its guards set to is_shed(fn) before lb_pass_register_guards returns, so
 // it sheds what the process already sheds. is_shed runs on the registering

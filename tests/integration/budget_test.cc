@@ -295,9 +295,10 @@ struct BackgroundJvm {
 
 // These tests are about the retransform: at once, not after the 30 s a
 // method waits by default (shed.cc).
-void StartBackground(const std::vector<std::string>& argv, const std::string& stop, BackgroundJvm* b) {
+void StartBackground(const std::vector<std::string>& argv, const std::string& stop, BackgroundJvm* b,
+                     const std::string& retransform_after = "0") {
   b->stop = stop;
-  const Background bg = StartReadingStdout(argv, {{"LOOKBACK_JVM_RETRANSFORM_AFTER", "0"}});
+  const Background bg = StartReadingStdout(argv, {{"LOOKBACK_JVM_RETRANSFORM_AFTER", retransform_after}});
   b->pid = bg.pid;
   b->out = bg.out;
 }
@@ -388,11 +389,14 @@ HotLoopWalk WalkHotLoop(const format::Dump& d) {
 // *evidence; the others are deleted); then stops it and checks that it exited
 // normally. *out: what it printed after the line "ready PID".
 void RunHotLoopUntilADumpShows(const std::string& dir, const std::function<bool(const format::Dump&)>& shows,
-                               std::string* evidence, std::string* out) {
+                               std::string* evidence, std::string* out, const std::vector<std::string>& flags = {},
+                               const std::string& retransform_after = "0") {
   BackgroundJvm bg;
-  StartBackground({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "HotLoop.*", "--",
-                   LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "until", dir},
-                  dir + "/stop", &bg);
+  std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "HotLoop.*"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  for (const std::string a : {"--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "until"}) argv.push_back(a);
+  argv.push_back(dir);
+  StartBackground(argv, dir + "/stop", &bg, retransform_after);
   ASSERT_GT(bg.pid, 0);
   int pid = 0;
   ASSERT_EQ(fscanf(bg.out, "ready %d", &pid), 1);
@@ -481,6 +485,60 @@ TEST(BudgetJvm, AShedMethodLosesItsProbesAndItsCallerStaysExact) {
     for (const format::ShedInfo& f : d.budget.shed) step_returns += sym.Name(f.key) == "int HotLoop.step(int)" && f.until_ns;
     EXPECT_LE(walk.unprobed_works_with_steps, step_returns);
     EXPECT_LE(walk.repairs, step_sheds) << "nesting stays exact across the shed";
+  }
+}
+
+// A shed method's probes test its guard byte first (LookbackProbe.shed), so
+// its calls no longer reach the recorder at all: not even its filter, which
+// counts every call it drops. With the retransform switched off the probes
+// stay in, so the guard is all that skips them. Without the guard, the
+// thread that shed step() had about two filtered calls per step() call. The
+// evidence is a dump of the running JVM taken well after the shed, whose
+// thread was judged while it ran (it recorded work()'s calls).
+TEST(BudgetJvm, AShedMethodsCallsStopAtItsGuardNotInTheRecorder) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  for (const std::string clock : {"exact", "fast"}) {
+    SCOPED_TRACE(clock);
+    const std::string dir = FreshDir("budget_jvm_guard_" + clock);
+    auto judged_after_shed = [](const format::Dump& d, const format::ShedInfo** step,
+                                const format::BudgetEstimate** thread) {
+      symbolize::Symbolizer sym(d);
+      *step = nullptr;
+      *thread = nullptr;
+      for (const format::ShedInfo& f : d.budget.shed) {
+        if (sym.Name(f.key) == "int HotLoop.step(int)" && f.until_ns == 0) *step = &f;
+      }
+      if (*step == nullptr || d.process.dump_monotonic_ns < (*step)->at_ns + 1000000000) return false;
+      for (const format::BudgetEstimate& t : d.budget.threads) {
+        if (t.tid == (*step)->tid && t.tp_per_s > 0) *thread = &t;
+      }
+      return *thread != nullptr;
+    };
+    std::string evidence, out;
+    RunHotLoopUntilADumpShows(
+        dir,
+        [&](const format::Dump& d) {
+          const format::ShedInfo* step;
+          const format::BudgetEstimate* thread;
+          return judged_after_shed(d, &step, &thread);
+        },
+        &evidence, &out, {"--clock", clock}, "off");
+    ASSERT_FALSE(evidence.empty());
+    const format::Dump d = MustOpen(evidence);
+    const format::ShedInfo* step;
+    const format::BudgetEstimate* thread;
+    ASSERT_TRUE(judged_after_shed(d, &step, &thread));
+    const std::string note = d.metadata.count("note.jvm") ? d.metadata.at("note.jvm") : "";
+    EXPECT_NE(note.find("methods have a guard byte that skips their probes while the budget sheds them"),
+              std::string::npos)
+        << note;
+    EXPECT_EQ(note.find("classes retransformed for it"), std::string::npos) << "the retransform is off: " << note;
+    EXPECT_LT(thread->filtered_per_s * 20, step->calls_per_s)
+        << "step() shed at " << step->calls_per_s << " calls per CPU second; the filter still dropped "
+        << thread->filtered_per_s << " a second";
   }
 }
 

@@ -214,7 +214,10 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
     return;
   }
   if (!r.changed) return;
-  if (!hook_only) NoteTraced(r.class_name, r.traced);
+  if (!hook_only) {
+    NoteTraced(r.class_name, r.traced);
+    RegisterGuards(r.traced);
+  }
   unsigned char* out = nullptr;
   if (jvmti->Allocate(static_cast<jlong>(r.bytes.size()), &out) != JVMTI_ERROR_NONE) return;
   memcpy(out, r.bytes.data(), r.bytes.size());
@@ -267,6 +270,7 @@ bool HasCarrierThreads(JNIEnv* jni) {
 jclass DefineProbe(JNIEnv* jni) {
   // The table of Java threads' rings comes first: the class's initialiser reads its address.
   const bool java_writes = g_options.java_writes && SetUpJavaRings();
+  SetUpJavaGuards();  // the initialiser reads their address too
   const std::vector<uint8_t> bytes = ProbeClassBytes(HasCarrierThreads(jni));
   if (bytes.empty()) {
     Say("the probe class has no call of Thread.currentThread to turn into currentCarrierThread: inline mode and "
@@ -521,6 +525,9 @@ bool LoadRuntime() {
   g_runtime.clock_group = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_clock_group"));
   g_runtime.fast_ring = reinterpret_cast<int (*)(void**)>(dlsym(loaded, "lb_thread_fast_ring"));
   g_runtime.filter_table = reinterpret_cast<const uint64_t* const* (*)()>(dlsym(loaded, "lb_filter_table"));
+  g_runtime.register_guards = reinterpret_cast<void (*)(const void*, const void*)>(dlsym(loaded, "lb_pass_register_guards"));
+  g_runtime.unregister_guards =
+      reinterpret_cast<void (*)(const void*, const void*)>(dlsym(loaded, "lb_pass_unregister_guards"));
   if (!g_runtime.enter || !g_runtime.exit || !g_runtime.set_key_name || !g_runtime.set_thread_name ||
       !g_runtime.set_thread_name_of || !g_runtime.dump_sync || !g_runtime.dump_dir || !g_runtime.is_tracing ||
       !g_runtime.thread_enable || !g_runtime.thread_disable || !g_runtime.scope_begin || !g_runtime.scope_end) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "frontends/jvm/rewriter.h"
+#include "lookback/lookback.h"
 
 namespace lookback::jvm {
 
@@ -39,6 +40,9 @@ struct RuntimeApi {
   uint32_t (*clock_group)() = nullptr;
   int (*fast_ring)(void** ring) = nullptr;
   const uint64_t* const* (*filter_table)() = nullptr;
+  // Per-method guard bytes the budget sets when it sheds (optional: older runtimes lack it).
+  void (*register_guards)(const void* begin, const void* end) = nullptr;
+  void (*unregister_guards)(const void* begin, const void* end) = nullptr;
 };
 extern RuntimeApi g_runtime;
 
@@ -62,6 +66,30 @@ void BindJavaRing(int64_t tid);
 // Makes thread `tid` ask again at its next probe (its selection may have changed: a rename, enable).
 void ForgetJavaRing(int64_t tid);
 void ForgetJavaRingOf(JNIEnv* jni, jobject thread);
+
+// A guard byte per method id, which the probe tests before anything else
+// (LookbackProbe.shed): the overhead budget sets a shed method's guard, so
+// that its calls cost a byte load instead of a call into the recorder. The
+// runtime finds each guard through the table the agent registers with
+// lb_pass_register_guards (the clang pass's guard ABI, pass_guards.h), as it
+// finds a pass-built function's. Reserved, not committed: a page is touched
+// only when a guard in it is set.
+struct JavaGuards {
+  // Ids at or above this have no guard (the filter sheds them): 4 M methods
+  // rewritten (each rewrite of a class gives its methods new ids).
+  static constexpr uint64_t kCount = uint64_t{1} << 22;
+  uint8_t* of = nullptr;                 // the guard bytes, by id
+  lb_guard_entry* entries = nullptr;     // each id's one-entry table, as registered
+  uint64_t count = 0;  // 0: no guards (a runtime without lb_pass_register_guards)
+};
+extern JavaGuards g_java_guards;
+// Reserves the guard bytes if the runtime takes guards. Before the probe class is defined.
+bool SetUpJavaGuards();
+// Registers the guards of the methods a rewrite just gave ids, before the class's code can run.
+void RegisterGuards(const std::vector<TracedMethod>& traced);
+// Takes back method `id`'s guard once its class runs code without its
+// probes: the budget then stops pricing its calls (pass_guards.h).
+void UnregisterGuard(uint32_t id);
 
 // LB_METHOD_KEY (lookback.h): method ids live above every native address.
 inline uint64_t MethodKey(uint32_t id) { return uint64_t{1} << 55 | id; }
@@ -122,6 +150,7 @@ struct AgentStats {
   // Time in the class hook (parsing, rewriting, copying out): where a traced
   // JVM's start-up goes, next to what HotSpot does with the bytes.
   std::atomic<uint64_t> hook_ns{0};
+  std::atomic<uint64_t> guarded_methods{0};       // methods given a guard byte (RegisterGuards)
   std::atomic<uint64_t> java_writing_threads{0};  // threads bound to their fast-clock ring (BindJavaRing)
   std::atomic<bool> java_writes{false};  // LookbackProbe writes untimed records itself (writes=java and the runtime allows it)
   std::atomic<uint64_t> skipped[kSkipReasonCount] = {};  // by SkipReason

@@ -13,6 +13,7 @@
 
 #include "format/format.h"
 #include "frontends/jvm/jvm_agent.h"
+#include "lookback/lookback.h"
 #include "runtime/hot_path.h"
 
 using lookback::jvm::g_runtime;
@@ -55,6 +56,8 @@ JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jin
     case 10: return static_cast<jlong>(reinterpret_cast<uintptr_t>(rings.ring_of));
     case 11: return rings.ring_of != nullptr ? static_cast<jlong>(rings.count) : 0;  // 0: no direct writes
     case 12: return static_cast<jlong>(reinterpret_cast<uintptr_t>(rings.filter_table));
+    case 13: return static_cast<jlong>(reinterpret_cast<uintptr_t>(lookback::jvm::g_java_guards.of));
+    case 14: return static_cast<jlong>(lookback::jvm::g_java_guards.count);  // 0: no guards
     default: return 0;
   }
 }
@@ -95,6 +98,48 @@ bool SetUpJavaRings() {
   g_java_rings.count = JavaRings::kCount;
   g_java_rings.ring_of = static_cast<int64_t*>(p);
   return true;
+}
+
+JavaGuards g_java_guards;
+
+bool SetUpJavaGuards() {
+  if (g_java_guards.of != nullptr) return true;  // (attached again after a detach)
+  if (g_runtime.register_guards == nullptr || g_runtime.unregister_guards == nullptr) return false;
+  const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+  void* guards = mmap(nullptr, JavaGuards::kCount, prot, flags, -1, 0);
+  if (guards == MAP_FAILED) return false;
+  void* entries = mmap(nullptr, JavaGuards::kCount * sizeof(lb_guard_entry), prot, flags, -1, 0);
+  if (entries == MAP_FAILED) {
+    munmap(guards, JavaGuards::kCount);
+    return false;
+  }
+  g_java_guards.of = static_cast<uint8_t*>(guards);
+  g_java_guards.entries = static_cast<lb_guard_entry*>(entries);
+  g_java_guards.count = JavaGuards::kCount;
+  return true;
+}
+
+// Each method's guard is a table of its own, so that the shed thread can
+// take back the one of a method it retransformed without probes
+// (UnregisterGuard). Ids are never reused, so neither is an entry.
+void RegisterGuards(const std::vector<TracedMethod>& traced) {
+  const JavaGuards& guards = g_java_guards;
+  if (guards.of == nullptr) return;
+  size_t n = 0;
+  for (const TracedMethod& m : traced) {
+    if (m.id == 0 || m.id >= guards.count) continue;
+    lb_guard_entry* e = &guards.entries[m.id];
+    *e = lb_guard_entry{MethodKey(m.id), guards.of + m.id};
+    g_runtime.register_guards(e, e + 1);
+    ++n;
+  }
+  g_stats.guarded_methods.fetch_add(n, std::memory_order_relaxed);
+}
+
+void UnregisterGuard(uint32_t id) {
+  const JavaGuards& guards = g_java_guards;
+  if (guards.of == nullptr || id == 0 || id >= guards.count || guards.entries[id].guard == nullptr) return;
+  g_runtime.unregister_guards(&guards.entries[id], &guards.entries[id] + 1);
 }
 
 void BindJavaRing(int64_t tid) {
@@ -239,6 +284,10 @@ std::string AgentStats::Summary() {
          std::to_string(java_writing_threads.load()) + " threads; agent option writes=native: all through JNI)";
   } else {
     s += "; probes record through JNI";
+  }
+  // Guards (LookbackProbe.shed): what a shed method's calls still cost.
+  if (const uint64_t guarded = guarded_methods.load()) {
+    s += "; " + std::to_string(guarded) + " methods have a guard byte that skips their probes while the budget sheds them";
   }
   const uint64_t hooked = classes_rewritten.load() + classes_unchanged.load() + classes_failed.load();
   s += "; class hook: " + std::to_string(hooked) + " classes parsed in " + std::to_string(hook_ns.load() / 1000000) +

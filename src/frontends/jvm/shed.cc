@@ -209,6 +209,7 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   const uint64_t now_ns = MonotonicNs();
   uint64_t next_ns = 0;
   std::unordered_set<std::string> changed_classes;
+  std::vector<uint32_t> unprobed_ids;
   MethodTable& t = Table();
   {
     std::lock_guard<std::mutex> lock(t.mutex);
@@ -244,6 +245,13 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
     for (Identity m : t.applied) t.applied_classes.insert(static_cast<uint32_t>(m >> 32));
     g_applied_count.store(t.applied.size(), std::memory_order_release);
     for (uint32_t c : changed) changed_classes.insert(t.classes.At(c));
+    // The keys whose probes this batch takes out: their guards go once it took.
+    for (uint64_t key : keys) {
+      const uint64_t id = key & 0xffffffffu;
+      if (key != MethodKey(static_cast<uint32_t>(id)) || id >= t.by_id.size() || t.by_id[id] == 0) continue;
+      const Identity m = t.by_id[id];
+      if (t.applied.count(m) && changed.count(static_cast<uint32_t>(m >> 32))) unprobed_ids.push_back(static_cast<uint32_t>(id));
+    }
   }
   // The note first: the VM runs the retransformed code as soon as it has
   // installed it, before RetransformClasses returns, so a dump taken in
@@ -255,6 +263,13 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   g_stats.shed_batches.fetch_add(1, std::memory_order_relaxed);
   if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
   const size_t done = RetransformNamed(jvmti, jni, changed_classes);
+  // Their calls now cost nothing, which the budget learns when their guards
+  // go (a frame still running the old code keeps its guard set, and skips
+  // them as before). When the VM refused a class, the guards stay: the
+  // method may still have its probes, whose guard must stay reachable.
+  if (done == changed_classes.size()) {
+    for (uint32_t id : unprobed_ids) UnregisterGuard(id);
+  }
   if (done < changed_classes.size()) {
     g_stats.shed_classes.fetch_sub(changed_classes.size() - done, std::memory_order_relaxed);
     if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());

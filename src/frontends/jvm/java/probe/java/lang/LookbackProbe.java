@@ -38,6 +38,9 @@ public final class LookbackProbe {
   // (the natives record), else its address. Native memory of the agent.
   private static final long RINGS = layout(10), RING_COUNT = layout(11);
   private static final long FILTER = layout(12);         // where the filter table is published (exclude.h)
+  // A guard byte per method id (jvm_agent.h, JavaGuards): nonzero while the
+  // overhead budget sheds the method. 0 guards: the runtime takes none.
+  private static final long GUARDS = layout(13), GUARD_COUNT = layout(14);
   // Thread.tid: read as a field, since a subclass may override getId().
   private static final long TID = tidOffset();
 
@@ -49,12 +52,25 @@ public final class LookbackProbe {
   // call at every site (@DontInline) cost Listing 1 0.9 ns a trace point.
   @ForceInline
   public static void enter(int id) {
-    if (on && !(direct && untimed(id, UNTIMED_ENTRY))) enterNative(id);
+    if (on && !shed(id) && !(direct && untimed(id, UNTIMED_ENTRY))) enterNative(id);
   }
 
   @ForceInline
   public static void exit(int id) {
-    if (on && !(direct && untimed(id, UNTIMED_EXIT))) exitNative(id);
+    if (on && !shed(id) && !(direct && untimed(id, UNTIMED_EXIT))) exitNative(id);
+  }
+
+  // The method's guard: a shed method's call costs this byte load and a
+  // branch, where the recorder's filter cost a call into native code (a JNI
+  // transition on JDK 18 and later). id is a constant at every probe, so C2
+  // folds the bounds test and the address. The entry and the exits each read
+  // it: an invocation running while the budget sheds or brings back its method
+  // may keep only one of its two records, which the decoder repairs, as it does
+  // for the filter.
+  @ForceInline
+  private static boolean shed(int id) {
+    final long i = id & 0xffffffffL;
+    return i < GUARD_COUNT && U.getByte(GUARDS + i) != 0;
   }
 
   // Writes the untimed record of method `id` to the calling thread's ring if

@@ -1,7 +1,8 @@
 // Hubble's Listing 1 in Java (bench/java/Listing1.java) under every JVM
 // tracing mode, interleaved, medians; the native floor hook beside it.
 //
-//   jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F] [--java PATH]
+//   jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F] [--java PATH] [--agent PATH]
+// (--agent: another build's liblookback-jvm.so, with its liblookback.so beside it)
 //
 // Variants, one JVM each (start-up is not timed: the program times its own
 // loop after a warm-up that lets C2 compile the chain):
@@ -103,7 +104,7 @@ double RunOnce(const Setup& s, Kind k, int work, double scale) {
 
 int main(int argc, char** argv) {
   int rounds = 5;
-  std::string java;
+  std::string java, agent;
   double scale = 1.0;
   std::vector<int> works = {0, 1, 10, 100, 1000};
   for (int i = 1; i < argc; ++i) {
@@ -118,11 +119,13 @@ int main(int argc, char** argv) {
       scale = atof(next().c_str());
     } else if (a == "--java") {
       java = next();
+    } else if (a == "--agent") {
+      agent = next();
     } else if (a == "--work") {
       works.clear();
       for (const auto& w : bench::Split(next(), ',')) works.push_back(atoi(w.c_str()));
     } else {
-      bench::Die("usage: jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F] [--java PATH]");
+      bench::Die("usage: jvm_listing1_driver [--rounds N] [--work 0,1,10,100,1000] [--scale F] [--java PATH] [--agent PATH]");
     }
   }
   Setup s;
@@ -131,7 +134,7 @@ int main(int argc, char** argv) {
   if (s.java.empty()) bench::Die("java not found in PATH");
   s.critical = bench::Spawn({s.java, "-XX:+CriticalJNINatives", "-version"}, {}, {"JAVA_TOOL_OPTIONS"}).ok;
   s.classes = self + "/java";
-  s.agent = self + "/../liblookback-jvm.so";
+  s.agent = !agent.empty() ? agent : self + "/../liblookback-jvm.so";
   s.native_dir = self;
   s.tmp = bench::MakeTempDir("jvm-listing1");
   bench::g_scratch_dir = s.tmp;

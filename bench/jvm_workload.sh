@@ -1,64 +1,95 @@
 #!/usr/bin/env bash
-# A real, call-heavy Java workload under each JVM mode (issue 16): javac
-# compiling Apache Commons Lang 3's sources (the Debian source package
-# libcommons-lang3-java, fetched here with apt-get source; a deb-src entry must exist,
-# as bench/compare.sh adds), in one interleaved run:
-#   plain          java -m jdk.compiler/com.sun.tools.javac.Main (CDS on, the default)
-#   plain, no CDS  the same with -Xshare:off (the agent's early class hook turns CDS off)
+# A real, call-heavy Java workload under each JVM mode (issues 16, 23, 24), in
+# one interleaved run. WORKLOAD picks the program (all from Debian packages):
+#   javac  (default) the JDK's javac compiling Apache Commons Lang 3's sources (the
+#          Debian source package libcommons-lang3-java, fetched here with apt-get
+#          source; a deb-src entry must exist, as bench/compare.sh adds)
+#   rhino  Mozilla Rhino (package rhino), a JavaScript engine, running
+#          bench/workloads/mixed.js: recursion, objects, closures, strings and
+#          regular expressions, sorting, JSON
+#   h2     the H2 database (package libh2-java), in memory, running
+#          bench/workloads/h2.sql: 50 k rows inserted, indexed, joined, grouped,
+#          updated and deleted
+# Modes (MODES="plain inline" picks some):
+#   plain          the program as it is (CDS on, the default)
+#   nocds          the same with -Xshare:off
 #   inline         lookback record (the agent, inline mode; methods C2 always
-#                  inlines get no probes, docs/jvm.md), the default budget
+#                  inlines get no probes, docs/jvm.md): the default settings, budget 3 %
 #   nobudget       the same with --budget off (every call recorded)
 #   inline-all     the same with --jvm-probe-inlined (every method probed)
 #   fast           inline mode with --clock fast
 #   fastoff        --clock fast --budget off: every probed method recorded (issue 24's measure)
 #   fastnative     the same with --jvm-writes native (every record through the natives)
 #   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
+#   MODE-base      MODE with the lookback of BASE_BUILD (another build, for an A/B in one run)
 # Prints the median wall time and peak RSS per mode, trace points per second
 # (records written = events in the exit dump + records overwritten), the exit
 # dump's size, the budget's own estimate for the busiest thread and the time
-# that thread's ring holds, and the start-up cost of the agent on an empty
-# program.
-#   bench/jvm_workload.sh [BUILD_DIR] [ROUNDS]     (MODES="plain inline" picks modes)
+# that thread's ring holds; then the start-up cost: the time to the program's
+# first output (javac -version, a one-line script) plain and under `record`.
+#   bench/jvm_workload.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 rounds=${2:-3}
+workload=${WORKLOAD:-javac}
 work=${LOOKBACK_JVM_WORKLOAD:-/tmp/lookback-jvm-workload}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 lb=$build/lookback
+base_lb=${BASE_BUILD:+$(cd "$BASE_BUILD" && pwd)/lookback}
 mkdir -p "$work/src"
-src=$(find "$work/src" -maxdepth 1 -type d -name 'libcommons-lang3-java-[0-9]*' | sort | tail -n 1)
-if [[ -z "$src" ]]; then
-  (cd "$work/src" && apt-get source -qq libcommons-lang3-java >"$work/apt.log" 2>&1) || { cat "$work/apt.log"; exit 1; }
-  src=$(find "$work/src" -maxdepth 1 -type d -name 'libcommons-lang3-java-[0-9]*' | sort | tail -n 1)
-fi
-find "$src/src/main/java" -name '*.java' > "$work/files.txt"
-echo "workload: javac on $(wc -l < "$work/files.txt") files of $(basename "$src")"
+case $workload in
+  javac)
+    src=$(find "$work/src" -maxdepth 1 -type d -name 'libcommons-lang3-java-[0-9]*' | sort | tail -n 1)
+    if [[ -z "$src" ]]; then
+      (cd "$work/src" && apt-get source -qq libcommons-lang3-java >"$work/apt.log" 2>&1) || { cat "$work/apt.log"; exit 1; }
+      src=$(find "$work/src" -maxdepth 1 -type d -name 'libcommons-lang3-java-[0-9]*' | sort | tail -n 1)
+    fi
+    find "$src/src/main/java" -name '*.java' > "$work/files.txt"
+    echo "workload: javac on $(wc -l < "$work/files.txt") files of $(basename "$src")"
+    main=(-m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$work/out" @"$work/files.txt")
+    hello=(-m jdk.compiler/com.sun.tools.javac.Main -version) ;;
+  rhino)
+    jar=/usr/share/java/rhino.jar
+    [[ -r $jar ]] || { echo "rhino is not installed (apt-get install rhino)" >&2; exit 1; }
+    echo "workload: Rhino $(dpkg-query -W -f '${Version}' rhino 2>/dev/null) running bench/workloads/mixed.js"
+    printf 'print("hello")\n' > "$work/hello.js"
+    main=(-cp "$jar" org.mozilla.javascript.tools.shell.Main "$here/workloads/mixed.js" 4)
+    hello=(-cp "$jar" org.mozilla.javascript.tools.shell.Main "$work/hello.js") ;;
+  h2)
+    jar=/usr/share/java/h2.jar
+    [[ -r $jar ]] || { echo "H2 is not installed (apt-get install libh2-java)" >&2; exit 1; }
+    echo "workload: H2 $(dpkg-query -W -f '${Version}' libh2-java 2>/dev/null) running bench/workloads/h2.sql in memory"
+    echo 'SELECT 1;' > "$work/hello.sql"
+    main=(-cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:bench -script "$here/workloads/h2.sql" -showResults)
+    hello=(-cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:hello -script "$work/hello.sql" -showResults) ;;
+  *) echo "WORKLOAD must be javac, rhino or h2, not '$workload'" >&2; exit 2 ;;
+esac
 
-javac_main=(-m jdk.compiler/com.sun.tools.javac.Main -nowarn -d "$work/out" @"$work/files.txt")
-run() {  # mode -> "wall_s rss_kb records dump_bytes"
-  local mode=$1 dir="$work/dumps-$1"
+run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
+  local mode=$1 dir="$work/dumps-$1" tool=$lb
+  if [[ $mode == *-base ]]; then
+    [[ -n $base_lb ]] || { echo "mode $mode needs BASE_BUILD" >&2; exit 2; }
+    tool=$base_lb mode=${mode%-base}
+  fi
   rm -rf "$work/out" "$dir"
   mkdir -p "$work/out"
-  local t="$work/time.txt"
+  local t="$work/time.txt" flags=()
   case $mode in
-    plain) /usr/bin/time -f "%e %M" -o "$t" java "${javac_main[@]}" >/dev/null 2>&1 ;;
-    nocds) /usr/bin/time -f "%e %M" -o "$t" java -Xshare:off "${javac_main[@]}" >/dev/null 2>&1 ;;
-    inline | listener)
-      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --jvm-mode "$mode" -- java "${javac_main[@]}" \
+    plain | nocds)
+      [[ $mode == nocds ]] && flags=(-Xshare:off)
+      /usr/bin/time -f "%e %M" -o "$t" java "${flags[@]}" "${main[@]}" >/dev/null 2>&1 ;;
+    *)
+      case $mode in
+        inline | listener) flags=(--jvm-mode "$mode") ;;
+        nobudget) flags=(--budget off) ;;
+        inline-all) flags=(--jvm-probe-inlined) ;;
+        fast) flags=(--clock fast) ;;
+        fastoff) flags=(--clock fast --budget off --jvm-writes java) ;;
+        fastnative) flags=(--clock fast --budget off --jvm-writes native) ;;
+        *) echo "unknown mode $mode" >&2; exit 2 ;;
+      esac
+      /usr/bin/time -f "%e %M" -o "$t" "$tool" record -q --dir "$dir" "${flags[@]}" -- java "${main[@]}" \
         >/dev/null 2>&1 ;;
-    nobudget)
-      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --budget off -- java "${javac_main[@]}" \
-        >/dev/null 2>&1 ;;
-    inline-all)
-      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --jvm-probe-inlined -- java "${javac_main[@]}" \
-        >/dev/null 2>&1 ;;
-    fast)
-      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --clock fast -- java "${javac_main[@]}" \
-        >/dev/null 2>&1 ;;
-    fastoff | fastnative)
-      local writes=java
-      [[ $mode == fastnative ]] && writes=native
-      /usr/bin/time -f "%e %M" -o "$t" "$lb" record -q --dir "$dir" --clock fast --budget off --jvm-writes "$writes" \
-        -- java "${javac_main[@]}" >/dev/null 2>&1 ;;
   esac
   local records=0 bytes=0 estimate=- span=-
   if [[ -d "$dir" ]]; then
@@ -108,21 +139,21 @@ for m in "${modes[@]}"; do
     printf "| %s | %.2f | %.2fx | %s | %s | %.0f | %s | %s |\n", m, w, w / base, e, s, k / 1024, tps, mib }'
 done
 
-# Start-up: an empty main, plain (CDS on), -Xshare:off, and with the agent.
-mkdir -p "$work/empty"
-printf 'public class Empty { public static void main(String[] a) {} }\n' > "$work/empty/Empty.java"
-javac -d "$work/empty" "$work/empty/Empty.java"
+# Start-up: the time to the program's first output, plain (CDS on),
+# -Xshare:off, and under `record` (default settings), median of 5.
 declare -A st
 for ((r = 1; r <= 5; r++)); do
   for m in plain nocds inline; do
     case $m in
-      plain) /usr/bin/time -f "%e" -o "$work/t" java -cp "$work/empty" Empty ;;
-      nocds) /usr/bin/time -f "%e" -o "$work/t" java -Xshare:off -cp "$work/empty" Empty ;;
-      inline) /usr/bin/time -f "%e" -o "$work/t" "$lb" record -q --no-exit-dump --dir "$work/empty/d" -- java -cp "$work/empty" Empty ;;
+      plain) /usr/bin/time -f "%e" -o "$work/t" java "${hello[@]}" >/dev/null 2>&1 ;;
+      nocds) /usr/bin/time -f "%e" -o "$work/t" java -Xshare:off "${hello[@]}" >/dev/null 2>&1 ;;
+      inline) /usr/bin/time -f "%e" -o "$work/t" "$lb" record -q --no-exit-dump --dir "$work/hello-d" -- java "${hello[@]}" \
+        >/dev/null 2>&1 ;;
     esac
     st[$m]+="$(cat "$work/t") "
   done
 done
 echo
-echo "start-up of an empty program, median of 5: plain $(echo "${st[plain]}" | median) s," \
-  "-Xshare:off $(echo "${st[nocds]}" | median) s, with the agent (inline) $(echo "${st[inline]}" | median) s"
+plain_st=$(echo "${st[plain]}" | median) inline_st=$(echo "${st[inline]}" | median)
+echo "start-up ($workload's first output), median of 5: plain $plain_st s, -Xshare:off $(echo "${st[nocds]}" | median) s," \
+  "under record $inline_st s ($(awk -v a="$inline_st" -v b="$plain_st" 'BEGIN { printf "%.2fx", a / b }'))"

@@ -44,8 +44,38 @@ TEST(ProbeClass, HasWhatTheRewrittenClassesAndTheAgentCall) {
     EXPECT_TRUE(s.methods.count(m)) << m;
   }
   EXPECT_TRUE(s.fields.count(kProbeOnField));
-  EXPECT_TRUE(s.fields.count(kProbeDirectField));
   EXPECT_TRUE(s.utf8.count("currentThread"));
+}
+
+// C1 inlines a callee of at most C1MaxInlineSize (35) bytes of bytecode, or
+// any @ForceInline one, into code that profiles every branch; C2 inlines one
+// of at most FreqInlineSize (325) bytes at a hot call site, which a probe in
+// a hot method always is. enter/exit must be called by C1 and inlined by C2:
+// a copy of them in every probe of C1's code doubled its size on javac and
+// cost 1.3x in wall time (LookbackProbe.java, docs/jvm.md).
+TEST(ProbeClass, EnterAndExitAreInlinedByC2ButCalledByC1) {
+  const std::vector<uint8_t> bytes = ProbeClassBytes(false);
+  auto parsed = ClassFile::Parse(std::span<const uint8_t>(bytes.data(), bytes.size()));
+  ASSERT_TRUE(parsed.ok());
+  const ClassFile& cf = parsed.value();
+  size_t checked = 0;
+  for (const Member& m : cf.methods) {
+    const std::string name(*cf.cp.Utf8(m.name_index));
+    if (name != "enter" && name != "exit") continue;
+    for (const Attribute& a : m.attributes) {
+      const std::string_view attribute = cf.AttributeName(a);
+      if (attribute == "RuntimeVisibleAnnotations" || attribute == "RuntimeInvisibleAnnotations") {
+        ADD_FAILURE() << name << " is annotated (@ForceInline would put it into C1's code at every probe)";
+      }
+      if (attribute != "Code") continue;
+      auto code = CodeAttribute::Parse(a.info);
+      ASSERT_TRUE(code.ok());
+      EXPECT_GT(code.value().code.size(), 35u) << name << ": C1 would inline it";
+      EXPECT_LE(code.value().code.size(), 325u) << name << ": C2 would not inline it";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2u);
 }
 
 TEST(ProbeClass, OnJdksWithVirtualThreadsItAsksForTheCarrierThread) {

@@ -270,6 +270,7 @@ bool HasCarrierThreads(JNIEnv* jni) {
 jclass DefineProbe(JNIEnv* jni) {
   // The table of Java threads' rings comes first: the class's initialiser reads its address.
   const bool java_writes = g_options.java_writes && SetUpJavaRings();
+  g_java_rings.direct = java_writes;  // read by the class's initialiser (LookbackProbe.DIRECT)
   SetUpJavaGuards();  // the initialiser reads their address too
   const std::vector<uint8_t> bytes = ProbeClassBytes(HasCarrierThreads(jni));
   if (bytes.empty()) {
@@ -288,11 +289,6 @@ jclass DefineProbe(JNIEnv* jni) {
   if (!LinkProbeNatives(jni, probe, g_live)) {
     Say("cannot bind java.lang.LookbackProbe's natives: inline mode and thread renames are off");
     return nullptr;
-  }
-  if (java_writes) {
-    jfieldID direct = jni->GetStaticFieldID(probe, kProbeDirectField, "Z");
-    if (direct != nullptr) jni->SetStaticBooleanField(probe, direct, JNI_TRUE);
-    jni->ExceptionClear();
   }
   g_stats.java_writes.store(java_writes);
   return probe;

@@ -57,6 +57,7 @@ struct JavaRings {
   int64_t* ring_of = nullptr;
   uint64_t count = 0;
   const uint64_t* const* filter_table = nullptr;
+  bool direct = false;  // the probe writes untimed records (LookbackProbe.DIRECT): set before it is defined
 };
 extern JavaRings g_java_rings;
 // Reserves the table if the runtime allows direct writes (same ring ABI). Before the probe class is defined.

@@ -58,6 +58,7 @@ JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jin
     case 12: return static_cast<jlong>(reinterpret_cast<uintptr_t>(rings.filter_table));
     case 13: return static_cast<jlong>(reinterpret_cast<uintptr_t>(lookback::jvm::g_java_guards.of));
     case 14: return static_cast<jlong>(lookback::jvm::g_java_guards.count);  // 0: no guards
+    case 15: return rings.direct ? 1 : 0;
     default: return 0;
   }
 }

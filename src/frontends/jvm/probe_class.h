@@ -24,7 +24,6 @@ namespace lookback::jvm {
 
 inline constexpr const char* kProbeClass = "java/lang/LookbackProbe";
 inline constexpr const char* kProbeOnField = "on";
-inline constexpr const char* kProbeDirectField = "direct";
 
 // The class file. carrier_thread: the JVM has virtual threads (JDK 19 and
 // later), whose Thread.currentThread() is not the platform thread that owns

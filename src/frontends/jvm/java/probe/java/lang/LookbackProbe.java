@@ -5,7 +5,7 @@
  * a class path. The build compiles it with --patch-module java.base and
  * embeds the bytes in the agent (src/frontends/jvm/probe_class.h).
  *
- * enter/exit are small enough for C2 to inline into every traced method.
+ * C2 inlines enter/exit into every traced method's hot code; C1 calls them.
  * With tracing off a probe costs a static load and a branch. With it on, a
  * thread whose ring reads the clock once per group of records (the fast
  * clock) writes the untimed records between readings here, with plain stores
@@ -16,14 +16,10 @@
 package java.lang;
 
 import jdk.internal.misc.Unsafe;
-import jdk.internal.vm.annotation.ForceInline;
 
 public final class LookbackProbe {
   /** Tracing started: set by the agent. */
   public static boolean on;
-  /** Untimed records are written here: set by the agent when the runtime allows it (lb_thread_fast_ring). */
-  public static boolean direct;
-
   private static final Unsafe U = Unsafe.getUnsafe();
 
   // The ring's layout and the record's encoding, handed over by the agent
@@ -41,36 +37,47 @@ public final class LookbackProbe {
   // A guard byte per method id (jvm_agent.h, JavaGuards): nonzero while the
   // overhead budget sheds the method. 0 guards: the runtime takes none.
   private static final long GUARDS = layout(13), GUARD_COUNT = layout(14);
+  // Untimed records are written here: the agent decides before it defines
+  // this class (the runtime's clock and ring ABI, lb_thread_fast_ring). A
+  // constant, so that with the exact clock neither C1 nor C2 compiles the
+  // untimed path into every probe: C1's code for javac grew 2.4-fold when
+  // every probe carried it (docs/jvm.md, "Costs").
+  private static final boolean DIRECT = layout(15) != 0;
   // Thread.tid: read as a field, since a subclass may override getId().
   private static final long TID = tidOffset();
 
-  // enter/exit are inlined into every traced method (@ForceInline is honoured
-  // in boot classes). untimed (about 260 bytes of bytecode) is left to C2,
-  // which inlines it where the call site is hot and calls it elsewhere:
-  // forced into every probe of javac (bench/jvm_workload.sh) it made the
-  // compiled code so large that javac ran 4.8x plain instead of 2.3x, and a
-  // call at every site (@DontInline) cost Listing 1 0.9 ns a trace point.
-  @ForceInline
-  public static void enter(int id) {
-    if (on && !shed(id) && !(direct && untimed(id, UNTIMED_ENTRY))) enterNative(id);
-  }
-
-  @ForceInline
-  public static void exit(int id) {
-    if (on && !shed(id) && !(direct && untimed(id, UNTIMED_EXIT))) exitNative(id);
-  }
-
-  // The method's guard: a shed method's call costs this byte load and a
-  // branch, where the recorder's filter cost a call into native code (a JNI
-  // transition on JDK 18 and later). id is a constant at every probe, so C2
-  // folds the bounds test and the address. The entry and the exits each read
-  // it: an invocation running while the budget sheds or brings back its method
-  // may keep only one of its two records, which the decoder repairs, as it does
+  // enter/exit: their size is chosen for the two JITs. Larger than C1's
+  // inlining limit (C1MaxInlineSize, 35 bytes of bytecode) and not
+  // @ForceInline, so C1's code (tiers 2 and 3, with a profile counter at every
+  // branch) calls them instead of carrying a copy of each per probe; within
+  // C2's limit for hot call sites (FreqInlineSize, 325), where a probe always
+  // is in a hot method, so C2 inlines them there. Forced into every site,
+  // javac (bench/jvm_workload.sh) ran 1.3x longer, C1's compiled code being
+  // twice the size; Listing 1's cost per trace point is the same either way.
+  // (ProbeClass.EnterAndExitAreInlinedByC2ButCalledByC1 checks the sizes.)
+  // untimed (about 260 bytes) is left to C2 too: forced into every probe of
+  // javac it ran 4.8x plain instead of 2.3x, and a call at every site
+  // (@DontInline) cost Listing 1 0.9 ns a trace point.
+  //
+  // The guard byte: a shed method's call costs its load and a branch, where
+  // the recorder's filter cost a call into native code (a JNI transition on
+  // JDK 18 and later). id is a constant at every probe, so C2 folds the
+  // bounds test and the address. The entry and the exits each read it: an
+  // invocation running while the budget sheds or brings back its method may
+  // keep only one of its two records, which the decoder repairs, as it does
   // for the filter.
-  @ForceInline
-  private static boolean shed(int id) {
-    final long i = id & 0xffffffffL;
-    return i < GUARD_COUNT && U.getByte(GUARDS + i) != 0;
+  public static void enter(int id) {
+    if (on) {
+      final long i = id & 0xffffffffL;
+      if ((i >= GUARD_COUNT || U.getByte(GUARDS + i) == 0) && !(DIRECT && untimed(id, UNTIMED_ENTRY))) enterNative(id);
+    }
+  }
+
+  public static void exit(int id) {
+    if (on) {
+      final long i = id & 0xffffffffL;
+      if ((i >= GUARD_COUNT || U.getByte(GUARDS + i) == 0) && !(DIRECT && untimed(id, UNTIMED_EXIT))) exitNative(id);
+    }
   }
 
   // Writes the untimed record of method `id` to the calling thread's ring if

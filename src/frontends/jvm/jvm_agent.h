@@ -47,14 +47,21 @@ struct RuntimeApi {
 extern RuntimeApi g_runtime;
 
 // Each Java thread's ring for LookbackProbe's direct writes (natives.cc),
-// indexed by Java thread id (Thread.tid: never reused in a JVM): 0 not known
-// yet, -1 none (the natives record), else the Ring's address. Threads whose
+// indexed by Java thread id (Thread.tid: never reused in a JVM): `ring` 0 not
+// known yet, -1 none (the natives record), else the Ring's address, and then
+// the address of that ring's on-CPU word (Ring::on_cpu, immutable), which
+// saves the probe a dependent load. Threads whose
 // id is past kCount always take the natives. A thread keeps its ring for its
 // whole life; when the runtime stops it recording, it clears the ring's
 // on-CPU word, which sends the probe to the natives (lb_thread_fast_ring).
+struct JavaRingEntry {
+  int64_t ring;
+  uint64_t on_cpu;
+};
+static_assert(sizeof(JavaRingEntry) == 16, "LookbackProbe.untimed indexes the table by tid << 4");
 struct JavaRings {
-  static constexpr uint64_t kCount = uint64_t{1} << 20;  // 8 MiB reserved, touched per page of ids in use
-  int64_t* ring_of = nullptr;
+  static constexpr uint64_t kCount = uint64_t{1} << 20;  // 16 MiB reserved, touched per page of ids in use
+  JavaRingEntry* ring_of = nullptr;
   uint64_t count = 0;
   const uint64_t* const* filter_table = nullptr;
   bool direct = false;  // the probe writes untimed records (LookbackProbe.DIRECT): set before it is defined

@@ -38,7 +38,7 @@ JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_exitNative(jint id) 
 }
 
 // The ring's layout for the probe's direct writes (LookbackProbe.java, its
-// static finals, by number; 1 is no longer used), from the runtime's own headers: the agent
+// static finals, by number; 1 and 5 are no longer used), from the runtime's own headers: the agent
 // and liblookback.so agree on it when their ring ABIs do (DirectWrites).
 JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jint what) {
   using lookback::rt::Ring;
@@ -48,7 +48,6 @@ JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jin
     case 2: return __builtin_offsetof(Ring, mask);
     case 3: return __builtin_offsetof(Ring, slots);
     case 4: return __builtin_offsetof(Ring, clock_mask);
-    case 5: return __builtin_offsetof(Ring, on_cpu);
     case 6: return __builtin_offsetof(Ring, filtered);
     case 7: return static_cast<jlong>(MethodKey(0));
     case 8: return static_cast<jlong>(lookback::format::MakeUntimed(false, 0));
@@ -92,12 +91,12 @@ bool SetUpJavaRings() {
   // on Listing 1); `direct` stays false and the probe calls them at once.
   if (g_runtime.clock_group() <= 1) return false;
   // Reserved, not committed: a page is touched only once a thread of ids in it binds.
-  void* p = mmap(nullptr, JavaRings::kCount * sizeof(int64_t), PROT_READ | PROT_WRITE,
+  void* p = mmap(nullptr, JavaRings::kCount * sizeof(JavaRingEntry), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return false;
   g_java_rings.filter_table = g_runtime.filter_table();
   g_java_rings.count = JavaRings::kCount;
-  g_java_rings.ring_of = static_cast<int64_t*>(p);
+  g_java_rings.ring_of = static_cast<JavaRingEntry*>(p);
   return true;
 }
 
@@ -149,7 +148,13 @@ void BindJavaRing(int64_t tid) {
   void* ring = nullptr;
   const int got = g_runtime.fast_ring(&ring);
   if (got == 0) return;  // no ring yet: set up by the record the probe makes next
-  __atomic_store_n(&rings.ring_of[tid], got > 0 ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(ring)) : -1,
+  // Only the thread itself reads its entry before this store (bind is its
+  // own call), so the on-CPU address goes first and the ring after it.
+  if (got > 0) {
+    rings.ring_of[tid].on_cpu =
+        static_cast<uint64_t>(reinterpret_cast<uintptr_t>(static_cast<const rt::Ring*>(ring)->on_cpu));
+  }
+  __atomic_store_n(&rings.ring_of[tid].ring, got > 0 ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(ring)) : -1,
                    __ATOMIC_RELAXED);
   if (got > 0) {
     g_stats.java_writing_threads.fetch_add(1, std::memory_order_relaxed);
@@ -160,7 +165,7 @@ void BindJavaRing(int64_t tid) {
 void ForgetJavaRing(int64_t tid) {
   JavaRings& rings = g_java_rings;
   if (rings.ring_of == nullptr || tid <= 0 || static_cast<uint64_t>(tid) >= rings.count) return;
-  __atomic_store_n(&rings.ring_of[tid], 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&rings.ring_of[tid].ring, 0, __ATOMIC_RELAXED);
 }
 
 void ForgetJavaRingOf(JNIEnv* jni, jobject thread) {

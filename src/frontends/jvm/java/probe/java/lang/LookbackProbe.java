@@ -26,12 +26,13 @@ public final class LookbackProbe {
   // that defined this class (natives.cc, ProbeLayout), which reads them from
   // src/runtime/hot_path.h and src/format/format.h: constants to C2.
   private static final long POS = layout(0), MASK = layout(2), SLOTS = layout(3),
-      CLOCK_MASK = layout(4), ON_CPU = layout(5), FILTERED = layout(6);
+      CLOCK_MASK = layout(4), FILTERED = layout(6);
   private static final long METHOD_KEY = layout(7);      // LB_METHOD_KEY(0)
   private static final long UNTIMED_ENTRY = layout(8);   // MakeUntimed(false, 0)
   private static final long UNTIMED_EXIT = layout(9);    // MakeUntimed(true, 0)
-  // Per Java thread id, the thread's ring: 0 not known yet, -1 none to write
-  // (the natives record), else its address. Native memory of the agent.
+  // Per Java thread id, 16 bytes: the thread's ring (0 not known yet, -1
+  // none to write: the natives record, else its address), then its on-CPU
+  // word's address. Native memory of the agent.
   private static final long RINGS = layout(10), RING_COUNT = layout(11);
   private static final long FILTER = layout(12);         // where the filter table is published (exclude.h)
   // A guard byte per method id (jvm_agent.h, JavaGuards): nonzero while the
@@ -90,7 +91,11 @@ public final class LookbackProbe {
     // call Thread.currentCarrierThread() (probe_class.cc), whose ring it is.
     final long tid = U.getLong(Thread.currentThread(), TID);
     if (tid <= 0 || tid >= RING_COUNT) return false;
-    final long r = U.getLong(RINGS + (tid << 3));
+    // The thread's entry: its ring, and beside it the address of the ring's
+    // on-CPU word (immutable), so that word is one load from the entry
+    // rather than two from the ring.
+    final long entry = RINGS + (tid << 4);
+    final long r = U.getLong(entry);
     if (r <= 0) {
       if (r == 0) bind(tid);
       return false;
@@ -101,14 +106,21 @@ public final class LookbackProbe {
     // slow path sets next_sync to 0 when it makes a ring dense, and whoever
     // sets it again while the ring is dense clears the on-CPU word too.)
     final long pos = U.getLong(r + POS);
-    if ((pos & (U.getInt(r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getAddress(r + ON_CPU)) == 0) {
+    if ((pos & (U.getInt(r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getAddress(entry + 8)) == 0) {
       return false;
     }
     final long key = METHOD_KEY | id;
-    final long table = U.getLongAcquire(null, FILTER);
-    if (table != 0 && filtered(table, key)) {
-      U.putLong(r + FILTERED, U.getLong(r + FILTERED) + 1);  // CountFiltered
-      return true;
+    // The filter table holds shed and excluded keys. A method with a guard
+    // is shed by its guard, tested before this (enter/exit), so only one
+    // without (ids past the guards' end) is looked up: with the budget on
+    // the table is rarely empty, and the lookup was a load, a multiply and
+    // a probe of the table at every record.
+    if ((id & 0xffffffffL) >= GUARD_COUNT) {
+      final long table = U.getLongAcquire(null, FILTER);
+      if (table != 0 && filtered(table, key)) {
+        U.putLong(r + FILTERED, U.getLong(r + FILTERED) + 1);  // CountFiltered
+        return true;
+      }
     }
     // Publish: the slot, then pos, each a release store (plain movs on x86-64).
     U.putLongRelease(null, U.getLong(r + SLOTS) + ((pos & U.getLong(r + MASK)) << 3), kind | key);

@@ -268,6 +268,85 @@ TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
                                << " ns after it was shed";
 }
 
+// The Java side of issue 23's fidelity goal, as Budget.TheDecodedCallsAre...
+// for native code: with the budget on, the decoded calls of the thread are
+// the program's own log of its newest calls with the shed methods' calls
+// taken out, and every method whose calls are missing is named as shed.
+// leaf() is shed through its guard (the probe's byte test), mid() perhaps
+// too; nesting stays exact across both.
+TEST(BudgetJvm, TheDecodedCallsAreTheGroundTruthWithTheShedMethodsCallsRemoved) {
+  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/BudgetTruth.class").c_str(), R_OK) != 0) {
+    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  }
+  for (const std::string clock : {"exact", "fast"}) {
+    SCOPED_TRACE(clock);
+    const std::string dir = FreshDir("budget_jvm_truth_" + clock);
+    // A ring small enough to be filled after the sheds (1024 records).
+    const RunResult run =
+        RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--buffer-size", "8K", "--clock", clock, "--jvm-include",
+                    "BudgetTruth.leaf", "--jvm-include", "BudgetTruth.mid", "--jvm-include", "BudgetTruth.outer", "--",
+                    LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "BudgetTruth", "1.0", dir + "/truth.txt"},
+                   {}, dir);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+    ASSERT_EQ(dumps.size(), 1u) << run.err;
+    const format::Dump d = MustOpen(dumps[0]);
+    symbolize::Symbolizer sym(d);
+    std::vector<std::string> truth;
+    {
+      std::ifstream in(dir + "/truth.txt");
+      for (std::string line; std::getline(in, line);) truth.push_back(line);
+    }
+    ASSERT_GT(truth.size(), 10000u);
+    // The thread that ran outer(), its events as the truth's lines.
+    std::vector<std::string> got;
+    const format::ThreadInfo* thread = nullptr;
+    for (const auto& [tid, events] : DumpEvents(d)) {
+      std::vector<std::string> lines;
+      bool outer = false;
+      for (const TEvent& e : events) {
+        const std::string name = sym.Name(e.key);
+        outer = outer || name == "int BudgetTruth.outer(int)";
+        lines.push_back((e.exit ? "EXIT " : "ENTER ") + name);
+      }
+      if (!outer) continue;
+      got = std::move(lines);
+      for (const auto& t : d.threads) thread = t.tid == tid ? &t : thread;
+    }
+    ASSERT_NE(thread, nullptr) << RunProgram({Cli(), "info", dumps[0]}).out;
+    ASSERT_FALSE(got.empty());
+    // Every shed happened before the thread's window begins (it fills 1024
+    // records in well under a millisecond once leaf() is shed), so the whole
+    // window was recorded under one shed set.
+    const model::ClockModel clock_model(d.clock);
+    int64_t first_ns = -1;
+    model::DecodeThread(d, *thread, [&](const model::Event& e) {
+      if (first_ns < 0 && (e.kind == model::EventKind::kEnter || e.kind == model::EventKind::kExit)) {
+        first_ns = clock_model.MonotonicNs(e.tsc);
+      }
+    });
+    std::set<std::string> shed;
+    for (const format::ShedInfo& f : d.budget.shed) {
+      ASSERT_EQ(f.until_ns, 0u) << sym.Name(f.key) << " came back";
+      ASSERT_LT(static_cast<int64_t>(f.at_ns), first_ns) << "shed inside the window: the test cannot tell what was recorded";
+      shed.insert(sym.Name(f.key));
+    }
+    ASSERT_TRUE(shed.count("int BudgetTruth.leaf(int)")) << RunProgram({Cli(), "info", dumps[0]}).out;
+    EXPECT_FALSE(shed.count("int BudgetTruth.outer(int)"));
+    std::vector<std::string> expected;
+    for (const std::string& line : truth) {
+      if (!shed.count(line.substr(line.find(' ') + 1))) expected.push_back(line);
+    }
+    ASSERT_GE(expected.size(), got.size()) << "the ground truth keeps more calls than a ring";
+    const std::vector<std::string> newest(expected.end() - static_cast<std::ptrdiff_t>(got.size()), expected.end());
+    EXPECT_TRUE(newest == got) << "decoded " << got.size() << " events differ from the ground truth's newest";
+    // Every method with calls missing is named as shed: none of the window's
+    // events is a shed method's.
+    for (const std::string& line : got) ASSERT_FALSE(shed.count(line.substr(line.find(' ') + 1))) << line;
+  }
+}
+
 // What HotLoop prints for `calls` calls of work(n): each returns the same
 // sum over x < n of step(x) = x^0 + x^1 + x^2.
 std::string HotLoopOutput(long calls, int n) {

@@ -223,19 +223,37 @@ TEST(BudgetFlags, ABadBudgetIsAUsageErrorThatSaysWhatIsAccepted) {
 // A JVM's probes (lb_enter/lb_exit through JNI) shed through the filter
 // table: the hot method is named in the dump and none of its calls is
 // recorded after it was shed. Not under the sanitizers (jvm_test.cc says why).
-TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
-  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
-      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
-  }
-  const std::string dir = FreshDir("budget_jvm");
-  RunResult run = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--jvm-include", "HotLoop.*", "--",
-                              LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "1.5"},
-                             {}, dir);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
+// The JVM tests need a JDK, the agent and the test's compiled Java program,
+// and a build without sanitizers (the JVM does not run under them).
+bool NoJvmFor(const std::string& java_class) {
+  return LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
+         access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/" + java_class + ".class").c_str(), R_OK) != 0;
+}
+
+// `lookback record FLAGS -- java -cp <test classes> JAVA_ARGS`, run in `dir`
+// (a FreshDir), its dumps in dir/dumps; the dump when there is exactly one.
+Recorded RecordJava(const std::string& dir, const std::vector<std::string>& flags,
+                    const std::vector<std::string>& java_args) {
+  Recorded r;
+  r.dir = dir;
+  std::vector<std::string> argv = {Cli(), "record", "--dir", dir + "/dumps"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  for (const std::string a : {"--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES}) argv.push_back(a);
+  argv.insert(argv.end(), java_args.begin(), java_args.end());
+  r.run = RunProgram(argv, {}, dir);
   const std::vector<std::string> dumps = Dumps(dir + "/dumps");
-  ASSERT_EQ(dumps.size(), 1u) << run.err;
-  const format::Dump d = MustOpen(dumps[0]);
+  if (dumps.size() == 1) r.dump = MustOpen(dumps[0]);
+  return r;
+}
+
+TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  const std::string dir = FreshDir("budget_jvm");
+  const Recorded r = RecordJava(dir, {"--jvm-include", "HotLoop.*"}, {"HotLoop", "1.5"});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const std::vector<std::string> dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.run.err;
+  const format::Dump& d = r.dump;
   symbolize::Symbolizer sym(d);
   const format::ShedInfo* step = nullptr;
   for (const format::ShedInfo& f : d.budget.shed) {
@@ -275,23 +293,19 @@ TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
 // leaf() is shed through its guard (the probe's byte test), mid() perhaps
 // too; nesting stays exact across both.
 TEST(BudgetJvm, TheDecodedCallsAreTheGroundTruthWithTheShedMethodsCallsRemoved) {
-  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
-      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/BudgetTruth.class").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
-  }
+  if (NoJvmFor("BudgetTruth")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   for (const std::string clock : {"exact", "fast"}) {
     SCOPED_TRACE(clock);
     const std::string dir = FreshDir("budget_jvm_truth_" + clock);
     // A ring small enough to be filled after the sheds (1024 records).
-    const RunResult run =
-        RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--buffer-size", "8K", "--clock", clock, "--jvm-include",
-                    "BudgetTruth.leaf", "--jvm-include", "BudgetTruth.mid", "--jvm-include", "BudgetTruth.outer", "--",
-                    LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "BudgetTruth", "1.0", dir + "/truth.txt"},
-                   {}, dir);
-    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const Recorded r = RecordJava(dir,
+                                  {"--buffer-size", "8K", "--clock", clock, "--jvm-include", "BudgetTruth.leaf",
+                                   "--jvm-include", "BudgetTruth.mid", "--jvm-include", "BudgetTruth.outer"},
+                                  {"BudgetTruth", "1.0", dir + "/truth.txt"});
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
     const std::vector<std::string> dumps = Dumps(dir + "/dumps");
-    ASSERT_EQ(dumps.size(), 1u) << run.err;
-    const format::Dump d = MustOpen(dumps[0]);
+    ASSERT_EQ(dumps.size(), 1u) << r.run.err;
+    const format::Dump& d = r.dump;
     symbolize::Symbolizer sym(d);
     std::vector<std::string> truth;
     {
@@ -516,10 +530,7 @@ void RunHotLoopUntilADumpShows(const std::string& dir, const std::function<bool(
 // The JVM computes on correctly. The test waits for what it checks by
 // dumping the running JVM (`lookback dump`), never for a length of time.
 TEST(BudgetJvm, AShedMethodLosesItsProbesAndItsCallerStaysExact) {
-  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
-      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
-  }
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   const std::string dir = FreshDir("budget_jvm_unprobed");
   // Until a dump shows work() called under a rewrite of HotLoop without
   // step()'s probes (the retransform happened, and the program ran on).
@@ -575,10 +586,7 @@ TEST(BudgetJvm, AShedMethodLosesItsProbesAndItsCallerStaysExact) {
 // evidence is a dump of the running JVM taken well after the shed, whose
 // thread was judged while it ran (it recorded work()'s calls).
 TEST(BudgetJvm, AShedMethodsCallsStopAtItsGuardNotInTheRecorder) {
-  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
-      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
-  }
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   for (const std::string clock : {"exact", "fast"}) {
     SCOPED_TRACE(clock);
     const std::string dir = FreshDir("budget_jvm_guard_" + clock);
@@ -627,10 +635,7 @@ TEST(BudgetJvm, AShedMethodsCallsStopAtItsGuardNotInTheRecorder) {
 // key (until it is shed again). The budget's history says step() came back;
 // the nesting needs no repair but one per shed.
 TEST(BudgetJvm, AMethodTheBudgetBringsBackIsProbedAgain) {
-  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
-      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
-  }
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   const std::string dir = FreshDir("budget_jvm_back");
   std::string evidence, out;
   RunHotLoopUntilADumpShows(
@@ -662,10 +667,7 @@ TEST(BudgetJvm, AMethodTheBudgetBringsBackIsProbedAgain) {
 // HotLoop is rewritten once (one key per method) and the note says nothing
 // of a budget.
 TEST(BudgetJvm, BudgetOffRetransformsNothing) {
-  if (LOOKBACK_TEST_SANITIZED || std::string(LOOKBACK_TEST_JAVA).empty() ||
-      access((std::string(LOOKBACK_TEST_JAVA_CLASSES) + "/HotLoop.class").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
-  }
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   const std::string dir = FreshDir("budget_jvm_off");
   RunResult run = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--budget", "off", "--jvm-include", "HotLoop.*",
                               "--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "1.5"},

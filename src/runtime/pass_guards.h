@@ -28,6 +28,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lookback/lookback.h"
+
 namespace lookback::rt {
 
 // One entry of a module's `lookback_guards` table, as the pass emits it:
@@ -70,15 +72,11 @@ void SetShedQuery(bool (*is_shed)(uint64_t fn));
 
 }  // namespace lookback::rt
 
+// lb_pass_register_guards / lb_pass_unregister_guards are public
+// (lookback.h, with lb_guard_entry, this file's PassGuardEntry): called by
+// the constructor and destructor the pass adds to every module with guards,
+// and by the JVM agent for its methods' guards.
 extern "C" {
-// Called by the constructor the pass adds to every module with guards.
-// [begin, end) is that module's table of PassGuardEntry.
-void lb_pass_register_guards(const void* begin, const void* end)
-    __attribute__((visibility("default"), no_instrument_function));
-// Called by the module's destructor: the table and its guards are about to be
-// unmapped (dlclose) or the process is exiting.
-void lb_pass_unregister_guards(const void* begin, const void* end)
-    __attribute__((visibility("default"), no_instrument_function));
 // For tests only (tests/integration/pass_test.cc): SetPassGuard(fn, shed != 0)
 // from a program thread. Returns 1 when a guard was set, 0 when none is
 // registered for `fn`. Not part of the public API.

@@ -76,7 +76,7 @@ void ForgetJavaRing(int64_t tid);
 void ForgetJavaRingOf(JNIEnv* jni, jobject thread);
 
 // A guard byte per method id, which the probe tests before anything else
-// (LookbackProbe.shed): the overhead budget sets a shed method's guard, so
+// (LookbackProbe.enter/exit): the overhead budget sets a shed method's guard, so
 // that its calls cost a byte load instead of a call into the recorder. The
 // runtime finds each guard through the table the agent registers with
 // lb_pass_register_guards (the clang pass's guard ABI, pass_guards.h), as it

@@ -291,7 +291,7 @@ std::string AgentStats::Summary() {
   } else {
     s += "; probes record through JNI";
   }
-  // Guards (LookbackProbe.shed): what a shed method's calls still cost.
+  // Guards (LookbackProbe.enter/exit): what a shed method's calls still cost.
   if (const uint64_t guarded = guarded_methods.load()) {
     s += "; " + std::to_string(guarded) + " methods have a guard byte that skips their probes while the budget sheds them";
   }

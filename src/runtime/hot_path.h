@@ -6,7 +6,7 @@
 // src/frontends/jvm/java/probe/java/lang/LookbackProbe.java, lb_thread_fast_ring):
 // the initial-exec thread-local `lb_tls_ring`, the first cache line of `Ring`
 // and the fields the fast path reads or writes beyond it (hot_tag[1], base,
-// on_cpu, sparse_ticks, dense_sync, event_tags, filtered). Change any and
+// on_cpu, sparse_ticks, dense_sync, lap, event_tags, filtered). Change any and
 // you change the ABI: bump ring_abi.h.
 //
 // The common case, an exact reading with nothing to announce, is kept to the
@@ -32,7 +32,7 @@
 //
 // Concurrency contract (see FORMAT.md, "Snapshots"):
 //   - the owner thread is the only writer of slots[] and of pos, next_sync,
-//     epoch_tsc, hot_base, hot_tag, base[], last_tsc and victim (and the kernel clears *on_cpu);
+//     epoch_tsc, hot_base, hot_tag, base[], last_tsc, dense_sync, lap and victim (and the kernel clears *on_cpu);
 //     it publishes records by storing pos with release
 //     semantics after the slot stores, and issues a release fence before the
 //     first slot store of each publication;
@@ -137,6 +137,16 @@ struct alignas(64) Ring {
   // Dense fast rings: the next sync's position (a reading position), since
   // their next_sync is 0. Owner only.
   uint64_t dense_sync = 0;
+  // Dense fast rings: the address of position 0 in the current lap (slots
+  // minus 8 times the lap's first position), so that an untimed record is
+  // stored at lap + 8 * pos, without the mask's load and `and`: 5-8 % of a
+  // fast trace point on the Xeon (docs/performance.md, "The hot path per
+  // CPU"). The slow path sets it whenever it reschedules a dense ring
+  // (Reschedule, runtime.cc), and keeps dense_sync at or before the next
+  // lap's first position, a reading position (the capacity is a multiple of
+  // the group), so no untimed record is written past the lap it was set for.
+  // Owner only.
+  uintptr_t lap = 0;
   uint32_t victim = 0;     // slow path only: the slot the next new base replaces (round robin)
   uint32_t abi = 0;        // kRingAbi of the runtime that set this ring up (for debuggers and dumps)
   // Slow path only (owner): the sync schedule (next_sync may come earlier,
@@ -203,7 +213,7 @@ enum RingState : uint32_t { kRingLive = 1, kRingExited = 2 };
 
 extern "C" {
 // The calling thread's ring (see the state machine above).
-// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi7 (LOOKBACK_RING_TLS_SYMBOL).
+// Its symbol carries the ABI number (ring_abi.h): lb_tls_ring_abi8 (LOOKBACK_RING_TLS_SYMBOL).
 extern __thread lookback::rt::Ring* lb_tls_ring __asm__(LOOKBACK_RING_TLS_SYMBOL)
     __attribute__((tls_model("initial-exec"), visibility("default")));
 // Sends a thread's first trace point down the slow path (pos == next_sync == 0).
@@ -382,7 +392,10 @@ LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site
         lb_ring_slow(key, call_site, kReadTscInSlowPath, r, exit);  // one rdtsc per trace point inlined, not two
         return;
       }
-      Publish(r, pos, format::MakeUntimed(exit, key));
+      // Publish, with the slot at lap + 8 * pos (Ring::lap).
+      std::atomic_thread_fence(std::memory_order_release);
+      __atomic_store_n(reinterpret_cast<uint64_t*>(r->lap + 8 * pos), format::MakeUntimed(exit, key), __ATOMIC_RELAXED);
+      __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
       return;
     }
     if (clock_mask == 0) {

@@ -23,9 +23,11 @@
 // thread-local, and the budget prices those calls from their rate when shed):
 // a runtime of 5 would under-price them, one of 6 would count them twice;
 // 7: the epoch as its first TSC (epoch_tsc, tested by one subtraction) and
-// the lap's slot base (lap) in cache line 0 instead of epoch and mask.)
+// the hot base slot (hot_base, hot_tag) in cache line 0;
+// 8: Ring::lap, where a dense fast ring's untimed records go, after
+// dense_sync in cache line 1.)
 #ifndef LOOKBACK_RING_ABI
-#define LOOKBACK_RING_ABI 7
+#define LOOKBACK_RING_ABI 8
 #endif
 
 #define LOOKBACK_RING_ABI_STR2(x) #x

@@ -940,6 +940,11 @@ __attribute__((no_instrument_function, always_inline)) inline void Reschedule(Ri
     // every record off the exact path (hot_path.h, RecordNow).
     if (r->clock_mask != 0) {
       r->dense_sync = (r->next_sync + r->clock_mask) & ~uint64_t{r->clock_mask};
+      // The untimed path's lap (Ring::lap): valid up to the next lap's first
+      // position, where a reading brings the ring back here.
+      const uint64_t lap_start = pos & ~r->mask;
+      r->dense_sync = std::min(r->dense_sync, lap_start + r->capacity);
+      r->lap = reinterpret_cast<uintptr_t>(r->slots) - 8 * lap_start;
       r->next_sync = 0;
     }
   }

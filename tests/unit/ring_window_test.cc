@@ -270,9 +270,9 @@ namespace {
 // A fast-clock ring as the runtime sets one up, dense from the start, whose
 // on-CPU word the test clears by hand where the kernel would.
 struct FastRing {
-  TestRing ring{64 << 10};
+  TestRing ring;
   uint64_t on_cpu = 1;
-  explicit FastRing(uint32_t group = 8) {
+  explicit FastRing(uint32_t group = 8, uint64_t bytes = 64 << 10) : ring(bytes) {
     rt::Ring* r = ring.get();
     r->on_cpu = &on_cpu;
     r->fast_mask = group - 1;
@@ -318,6 +318,31 @@ TEST(FastClockWriter, ReadsTheClockOncePerGroupAndWritesTheOthersUntimed) {
   uint64_t untimed_records = 0;
   for (uint64_t r : f.Records()) untimed_records += format::IsUntimed(r);
   EXPECT_EQ(untimed_records, st.untimed) << "every record without a reading is an UNTIMED_ENTRY/EXIT";
+}
+
+// Untimed records are stored through the lap's base (Ring::lap), not the
+// mask: lap after lap of a small ring, each slot must hold the record of the
+// newest position that maps to it, never one meant for another lap's slot.
+TEST(FastClockWriter, UntimedRecordsLandInTheirOwnSlotLapAfterLap) {
+  for (uint32_t group : {2u, 8u, 64u}) {
+    SCOPED_TRACE("group " + std::to_string(group));
+    FastRing f(group, 4096);  // 512 slots
+    rt::Ring* r = f.ring.get();
+    auto key_at = [](uint64_t pos) { return 0x55d0c0de0000ull + 16 * (pos % 997); };
+    const uint64_t n = 512 * 7 + 37;
+    while (r->pos < n) rt::RecordNow(r, (r->pos & 1) != 0, key_at(r->pos));
+    uint64_t untimed = 0;
+    for (uint64_t slot = 0; slot < f.ring.capacity(); ++slot) {
+      const uint64_t pos = (r->pos - 1) - ((r->pos - 1 - slot) & r->mask);  // newest position of this slot
+      const uint64_t rec = r->slots[slot];
+      if (!format::IsUntimed(rec)) continue;
+      ++untimed;
+      // The slow path's control records shift the pattern, so each record is
+      // checked against its own position's key and kind.
+      EXPECT_EQ(rec, format::MakeUntimed((pos & 1) != 0, key_at(pos))) << "slot " << slot << ", position " << pos;
+    }
+    EXPECT_GT(untimed, f.ring.capacity() * (group - 1) / group - f.ring.capacity() / 8) << "mostly untimed";
+  }
 }
 
 TEST(FastClockWriter, ADescheduleForcesAReadingThatSaysHowLongTheThreadWasOffCpu) {

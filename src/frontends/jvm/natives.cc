@@ -38,15 +38,13 @@ JNIEXPORT void JNICALL JavaCritical_java_lang_LookbackProbe_exitNative(jint id) 
 }
 
 // The ring's layout for the probe's direct writes (LookbackProbe.java, its
-// static finals, by number; 1 and 5 are no longer used), from the runtime's own headers: the agent
+// static finals, by number; 1, 2, 3 and 5 are no longer used), from the runtime's own headers: the agent
 // and liblookback.so agree on it when their ring ABIs do (DirectWrites).
 JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jint what) {
   using lookback::rt::Ring;
   const lookback::jvm::JavaRings& rings = lookback::jvm::g_java_rings;
   switch (what) {
     case 0: return __builtin_offsetof(Ring, pos);
-    case 2: return __builtin_offsetof(Ring, mask);
-    case 3: return __builtin_offsetof(Ring, slots);
     case 4: return __builtin_offsetof(Ring, clock_mask);
     case 6: return __builtin_offsetof(Ring, filtered);
     case 7: return static_cast<jlong>(MethodKey(0));
@@ -58,6 +56,7 @@ JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jin
     case 13: return static_cast<jlong>(reinterpret_cast<uintptr_t>(lookback::jvm::g_java_guards.of));
     case 14: return static_cast<jlong>(lookback::jvm::g_java_guards.count);  // 0: no guards
     case 15: return rings.direct ? 1 : 0;
+    case 16: return __builtin_offsetof(Ring, lap);
     default: return 0;
   }
 }

@@ -44,7 +44,7 @@ LOOKBACK_PASS_HOOK void lb_pass_exit(uint64_t key) { lookback::rt::Record(true, 
 // record moves no register: the third is a placeholder for the reading, which
 // the caller leaves undefined.
 //
-// Their symbols carry the ring ABI (lb_pass_enter_on_abi7): each program
+// Their symbols carry the ring ABI (lb_pass_enter_on_abi8): each program
 // object holds a linkonce_odr copy, and objects built by passes of two ABIs
 // may be linked into one program; under one name the linker would keep one
 // copy, whose arguments or ring layout the other objects' calls do not match.

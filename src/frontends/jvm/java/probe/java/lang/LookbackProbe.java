@@ -25,8 +25,7 @@ public final class LookbackProbe {
   // The ring's layout and the record's encoding, handed over by the agent
   // that defined this class (natives.cc, ProbeLayout), which reads them from
   // src/runtime/hot_path.h and src/format/format.h: constants to C2.
-  private static final long POS = layout(0), MASK = layout(2), SLOTS = layout(3),
-      CLOCK_MASK = layout(4), FILTERED = layout(6);
+  private static final long POS = layout(0), LAP = layout(16), CLOCK_MASK = layout(4), FILTERED = layout(6);
   private static final long METHOD_KEY = layout(7);      // LB_METHOD_KEY(0)
   private static final long UNTIMED_ENTRY = layout(8);   // MakeUntimed(false, 0)
   private static final long UNTIMED_EXIT = layout(9);    // MakeUntimed(true, 0)
@@ -123,7 +122,8 @@ public final class LookbackProbe {
       }
     }
     // Publish: the slot, then pos, each a release store (plain movs on x86-64).
-    U.putLongRelease(null, U.getLong(r + SLOTS) + ((pos & U.getLong(r + MASK)) << 3), kind | key);
+    // The slot is at the lap's base + 8 * pos (hot_path.h, Ring::lap).
+    U.putLongRelease(null, U.getLong(r + LAP) + (pos << 3), kind | key);
     U.putLongRelease(null, r + POS, pos + 1);
     return true;
   }

@@ -155,6 +155,7 @@ uint16_t ConstantPool::Append(CpEntry e, std::vector<uint8_t> bytes) {
   appended_.insert(appended_.end(), bytes.begin(), bytes.end());
   const auto index = static_cast<uint16_t>(entries_.size() - 1);
   if (entries_[index].tag == kCpUtf8 && !utf8_slots_.empty()) IndexUtf8(index);
+  if (entries_[index].tag == kCpInteger && integers_indexed_) integer_index_.emplace(entries_[index].value, index);
   if (entries_[index].tag == kCpClass && !class_by_name_.empty()) {
     if (class_by_name_.size() <= entries_[index].a) class_by_name_.resize(entries_.size());
     class_by_name_[entries_[index].a] = index;
@@ -251,8 +252,12 @@ uint16_t ConstantPool::AddMethodref(std::string_view owner, std::string_view nam
 
 uint16_t ConstantPool::AddInteger(int32_t v) {
   uint32_t u = static_cast<uint32_t>(v);
-  for (size_t i = 1; i < entries_.size(); ++i)
-    if (entries_[i].tag == kCpInteger && entries_[i].value == u) return static_cast<uint16_t>(i);
+  if (!integers_indexed_) {
+    integers_indexed_ = true;
+    for (size_t i = 1; i < entries_.size(); ++i)
+      if (entries_[i].tag == kCpInteger) integer_index_.emplace(entries_[i].value, static_cast<uint16_t>(i));
+  }
+  if (const auto it = integer_index_.find(u); it != integer_index_.end()) return it->second;
   std::vector<uint8_t> b;
   PutU1(b, kCpInteger);
   PutU4(b, u);
@@ -392,6 +397,7 @@ Result<ClassFile> ClassFile::Parse(std::span<const uint8_t> data) {
 
 std::vector<uint8_t> ClassFile::Write() const {
   std::vector<uint8_t> out;
+  out.reserve(WrittenSizeHint());
   PutU4(out, 0xCAFEBABE);
   PutU2(out, minor_version);
   PutU2(out, major_version);
@@ -405,6 +411,18 @@ std::vector<uint8_t> ClassFile::Write() const {
   WriteMembers(out, methods);
   WriteAttributes(out, attributes);
   return out;
+}
+
+size_t ClassFile::WrittenSizeHint() const {
+  size_t n = 24 + cp.original_.size() + cp.appended_.size() + 2 * interfaces.size();
+  for (const auto* members : {&fields, &methods}) {
+    for (const Member& m : *members) {
+      n += 8;
+      for (const Attribute& a : m.attributes) n += 6 + a.info.size();
+    }
+  }
+  for (const Attribute& a : attributes) n += 6 + a.info.size();
+  return n;
 }
 
 std::string_view ClassFile::AttributeName(const Attribute& a) const { return cp.Utf8(a.name_index).value_or(""); }

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -121,6 +122,11 @@ class ConstantPool {
   std::vector<uint16_t> utf8_slots_;
   size_t utf8_indexed_ = 0;
   std::vector<uint16_t> class_by_name_;
+  // Integer entries by value, the first of duplicates (AddInteger runs once
+  // per traced method: a scan of the whole pool each time made a class of
+  // many methods and a large pool quadratic). Built on the first AddInteger.
+  std::unordered_map<uint32_t, uint16_t> integer_index_;
+  bool integers_indexed_ = false;
   void IndexUtf8(uint16_t index);
   uint16_t FindUtf8(std::string_view s);
   uint16_t FindClass(uint16_t name);
@@ -160,6 +166,7 @@ struct ClassFile {
 
   static Result<ClassFile> Parse(std::span<const uint8_t> data);
   std::vector<uint8_t> Write() const;
+  size_t WrittenSizeHint() const;  // Write()'s size exactly, to reserve it once
   std::string_view AttributeName(const Attribute& a) const;
 };
 

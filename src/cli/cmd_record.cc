@@ -59,6 +59,7 @@ std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& age
   if (o.jvm_probe_inlined) agent_options += ",inlined=probe";
   if (o.jvm_startup != "sync") agent_options += ",startup=" + o.jvm_startup;
   if (o.jvm_writes != "java") agent_options += ",writes=" + o.jvm_writes;
+  if (!o.jvm_cache.empty()) agent_options += ",cache=" + o.jvm_cache;
   return {"-agentpath:" + agent + "=" + agent_options};
 }
 

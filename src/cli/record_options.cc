@@ -199,6 +199,10 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
                   "agent option startup=); docs/jvm.md")
       ->check(CLI::IsMember({"sync", "async"}))
       ->capture_default_str();
+  sub->add_option("--jvm-cache", o->jvm_cache,
+                  "For a JVM: the directory of the cache of rewritten classes, or off (agent option cache=; default "
+                  "$XDG_CACHE_HOME/lookback/jvm-classes or ~/.cache/lookback/jvm-classes); docs/jvm.md")
+      ->check([](const std::string& v) { return v.find(',') == std::string::npos ? "" : "a directory without ','"; });
   sub->add_option("--jvm-writes", o->jvm_writes,
                   "For a JVM with --clock fast: java (default: the probes write the untimed records between readings "
                   "themselves) or native (every record through a call into the recorder; agent option writes=); "

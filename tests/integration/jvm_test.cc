@@ -170,6 +170,57 @@ TEST(JvmStartup, AsyncStartupTracesTheProgramsOwnCallsExactly) {
   EXPECT_EQ(RunProgram({Cli(), "record", "--jvm-startup", "later", "--", "true"}).exit_code, 2);
 }
 
+// The cache of rewritten classes (docs/jvm.md, "The class cache"): a second
+// JVM with the same classes and options takes their rewrites from the pack
+// the first one wrote, parses none of them, and records the same calls; a
+// damaged pack is a miss, not a crash or a wrong trace.
+std::pair<uint64_t, uint64_t> ParsedAndCached(const std::string& dump) {
+  const format::Dump d = MustOpen(dump);
+  const std::string& jvm = d.metadata.at("note.jvm");
+  const size_t at = jvm.find(" ms, ");
+  const size_t and_at = jvm.find(" parsed and ", at);
+  EXPECT_TRUE(at != std::string::npos && and_at != std::string::npos) << jvm;
+  if (at == std::string::npos || and_at == std::string::npos) return {0, 0};
+  return {std::stoull(jvm.substr(at + 5)), std::stoull(jvm.substr(and_at + 12))};
+}
+
+TEST(JvmClassCache, ASecondJvmParsesNoClassAndRecordsTheSameCalls) {
+  REQUIRE_JVM();
+  const std::string cache = FreshDir("jvm-class-cache") + "/cache";
+  const std::vector<std::string> flags = {"--jvm-include", "CallTree.*", "--jvm-cache", cache};
+  const JvmRun first = RecordCallTree("jvm-class-cache-1", "inline", 2, 200, flags);
+  ExpectSameCalls(first, 2);
+  const auto [parsed1, cached1] = ParsedAndCached(first.dump);
+  EXPECT_EQ(cached1, 0u);
+  EXPECT_GT(parsed1, 300u);
+  size_t packs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cache)) packs += e.path().extension() == ".pack";
+  ASSERT_EQ(packs, 1u) << "the first JVM's pack";
+
+  const JvmRun second = RecordCallTree("jvm-class-cache-2", "inline", 2, 200, flags);
+  ExpectSameCalls(second, 2);
+  const auto [parsed2, cached2] = ParsedAndCached(second.dump);
+  EXPECT_GE(cached2, parsed1 * 9 / 10) << "the classes of the first run come from the cache";
+  EXPECT_LE(parsed2, parsed1 / 10);
+
+  // Damage the middle of every pack: entries there fail their checksum.
+  for (const auto& e : std::filesystem::directory_iterator(cache)) {
+    if (e.path().extension() != ".pack") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    const auto size = static_cast<std::streamoff>(std::filesystem::file_size(e.path()));
+    for (std::streamoff off = 64; off < size - 4096; off += 997) {
+      f.seekp(off);
+      f.put('\x5a');
+    }
+  }
+  const JvmRun third = RecordCallTree("jvm-class-cache-3", "inline", 2, 200, flags);
+  ExpectSameCalls(third, 2);
+  const auto [parsed3, cached3] = ParsedAndCached(third.dump);
+  EXPECT_GT(parsed3, parsed1 / 2) << "damaged entries are parsed again";
+  (void)cached3;
+  EXPECT_EQ(RunProgram({Cli(), "record", "--jvm-cache", "a,b", "--", "true"}).exit_code, 2);
+}
+
 // HotSpot's own threads start before the agent's first ThreadStart event:
 // they are named at VMInit, whole, not with the kernel's 15 bytes
 // ("Reference Handl"). EarlyThreads makes the Reference Handler run Java code.

@@ -18,22 +18,34 @@
 // `lookback record` the runtime is already loaded (preloaded) and configured
 // by record's flags.
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 #include <fnmatch.h>
 #include <jvmti.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "frontends/jvm/class_cache.h"
 #include "frontends/jvm/jvm_agent.h"
 #include "frontends/jvm/method_names.h"
 #include "frontends/jvm/probe_class.h"
@@ -79,6 +91,9 @@ struct Options {
   // writes=java (default): LookbackProbe writes a fast-clock ring's untimed
   // records itself; writes=native: every record through the natives.
   bool java_writes = true;
+  // cache=DIR|off: the cache of rewritten classes (class_cache.h); empty: the
+  // default, $XDG_CACHE_HOME/lookback/jvm-classes or ~/.cache/lookback/jvm-classes.
+  std::string cache;
   std::vector<std::pair<std::string, std::string>> runtime;  // LOOKBACK_<KEY>, value
   std::string error;
 };
@@ -126,6 +141,8 @@ Options ParseOptions(const char* text) {
       either("sync", "async", &o.startup_sync);
     } else if (key == "writes") {
       either("java", "native", &o.java_writes);
+    } else if (key == "cache") {
+      o.cache = value;
     } else if (key == "include" || key == "exclude") {
       size_t p = 0;
       while (p <= value.size()) {
@@ -173,6 +190,186 @@ uint32_t NewMethod(std::string_view cls, std::string_view name, std::string_view
   return id;
 }
 
+// ---- the cache of rewritten classes (class_cache.h) --------------------------
+
+// The cache's limit on disk; LRU entries beyond it go at VMDeath.
+constexpr uint64_t kCacheMaxBytes = 256ull << 20;
+
+// The agent's own build id (ELF NT_GNU_BUILD_ID): any other build of the
+// rewriter, or of the probes it calls, makes other keys. Empty: no build id,
+// no cache (a cached rewrite of another build could call a probe that no
+// longer exists).
+std::string AgentBuildId() {
+  struct Search {
+    uintptr_t addr;
+    std::string id;
+  } s{reinterpret_cast<uintptr_t>(&AgentBuildId), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* s = static_cast<Search*>(data);
+        bool mine = false;
+        for (int i = 0; i < info->dlpi_phnum && !mine; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          mine = ph.p_type == PT_LOAD && s->addr >= info->dlpi_addr + ph.p_vaddr &&
+                 s->addr < info->dlpi_addr + ph.p_vaddr + ph.p_memsz;
+        }
+        if (!mine) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const char* name = p + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((n->n_namesz + 3) & ~3u);
+            const char* next = desc + ((n->n_descsz + 3) & ~3u);
+            if (next > end) break;
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+              s->id.assign(desc, n->n_descsz);
+              return 1;
+            }
+            p = next;
+          }
+        }
+        return 1;
+      },
+      &s);
+  return s.id;
+}
+
+struct CacheState {
+  std::unique_ptr<ClassCache> cache;  // null: off; set before the first rewrite, then never changed
+  std::string fingerprint;            // the options a rewrite depends on; immutable once set
+  std::atomic<bool> off{false};       // a second attach, which may bring other globs, turns it off
+  std::atomic<uint64_t> stored{0};
+};
+CacheState& g_cache = *new CacheState;
+
+// Entries are written by a thread of their own, to this run's pack
+// (class_cache.h), so that class loading does not wait for them; VMDeath
+// publishes the pack with what is written by then.
+struct CacheWriter {
+  std::mutex mutex;  // the queue and the flags
+  std::condition_variable wake;
+  std::deque<std::pair<CacheKey, CacheEntry>> queue;
+  size_t queued_bytes = 0;
+  bool started = false, finished = false;
+  std::mutex store;  // ClassCache::Store and Finish, one at a time
+};
+CacheWriter& g_cache_writer = *new CacheWriter;
+constexpr size_t kCacheQueueMaxBytes = 64u << 20;  // beyond it entries are dropped, not queued
+
+void CacheWriterMain() {
+  // Only when a CPU is idle: the JVM's own threads (class loading, the JIT)
+  // come first; what is still queued at exit is written then, or by a later run.
+  const sched_param idle{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+  pthread_setname_np(pthread_self(), "lookback-cache");
+  CacheWriter& w = g_cache_writer;
+  {
+    std::lock_guard<std::mutex> store(w.store);
+    g_cache.cache->Compact();  // too many packs, or too many bytes: one pack of the newest entries
+  }
+  // It looks at the queue every 50 ms rather than being woken per entry:
+  // a wake-up per class (a futex call in the class hook) cost H2 23 ms of
+  // its start-up.
+  std::unique_lock<std::mutex> lock(w.mutex);
+  for (;;) {
+    w.wake.wait_for(lock, std::chrono::milliseconds(50), [&] { return w.finished; });
+    if (w.finished) return;
+    std::deque<std::pair<CacheKey, CacheEntry>> batch;
+    batch.swap(w.queue);
+    w.queued_bytes = 0;
+    std::lock_guard<std::mutex> store(w.store);
+    lock.unlock();
+    for (const auto& [key, entry] : batch) {
+      if (g_cache.cache->Store(key, entry)) g_cache.stored.fetch_add(1, std::memory_order_relaxed);
+    }
+    lock.lock();
+  }
+}
+
+void QueueCacheStore(const CacheKey& key, CacheEntry entry) {
+  CacheWriter& w = g_cache_writer;
+  std::lock_guard<std::mutex> lock(w.mutex);
+  if (w.finished || w.queued_bytes + entry.bytes.size() > kCacheQueueMaxBytes) return;
+  if (!w.started) {
+    w.started = true;
+    std::thread(CacheWriterMain).detach();
+  }
+  w.queued_bytes += entry.bytes.size();
+  w.queue.emplace_back(key, std::move(entry));
+}
+
+// At VMDeath: what is still queued, if little, then the pack into place.
+void FinishCacheWrites() {
+  CacheWriter& w = g_cache_writer;
+  std::deque<std::pair<CacheKey, CacheEntry>> rest;
+  {
+    std::lock_guard<std::mutex> lock(w.mutex);
+    if (!w.started || w.finished) return;
+    w.finished = true;
+    if (w.queued_bytes <= (8u << 20)) rest.swap(w.queue);
+    w.wake.notify_one();
+  }
+  std::lock_guard<std::mutex> store(w.store);
+  for (const auto& [key, entry] : rest) {
+    if (g_cache.cache->Store(key, entry)) g_cache.stored.fetch_add(1, std::memory_order_relaxed);
+  }
+  g_cache.cache->Finish();
+}
+
+// Called before tracing starts: at VMInit, and at each attach.
+void OpenClassCache() {
+  if (g_cache.cache != nullptr || g_stats.cache_state.load() != AgentStats::kCacheUnset) {
+    // Attached again: the globs may differ from those of the fingerprint.
+    g_cache.off.store(true);
+    g_stats.cache_state.store(AgentStats::kCacheOff);
+    return;
+  }
+  std::string dir = g_options.cache;
+  if (dir == "off") {
+    g_stats.cache_state.store(AgentStats::kCacheOff);
+    return;
+  }
+  if (dir.empty()) {
+    const char* xdg = getenv("XDG_CACHE_HOME");
+    const char* home = getenv("HOME");
+    if (xdg != nullptr && xdg[0] == '/') {
+      dir = std::string(xdg) + "/lookback/jvm-classes";
+    } else if (home != nullptr && home[0] == '/') {
+      dir = std::string(home) + "/.cache/lookback/jvm-classes";
+    } else {
+      g_stats.cache_state.store(AgentStats::kCacheOff);
+      return;
+    }
+  }
+  const std::string build = AgentBuildId();
+  if (build.empty()) {
+    Say("the agent has no build id: the class cache is off");
+    g_stats.cache_state.store(AgentStats::kCacheOff);
+    return;
+  }
+  auto c = std::make_unique<ClassCache>(dir, kCacheMaxBytes);
+  if (!c->ok()) {
+    Say("the class cache is off: " + c->error());
+    g_stats.cache_state.store(AgentStats::kCacheOff);
+    return;
+  }
+  // Everything RewriteInHook's request depends on, besides the class: the
+  // build (rewriter and probe class), the probe names, the inlining rule and
+  // the method globs. (Shed methods bypass the cache.)
+  std::string fp = "build=" + build + ";probe=" + std::string(kProbeClass) + ";inlined=" +
+                   (g_options.probe_inlined ? "probe" : "skip") + ";include=";
+  for (const std::string& g : g_options.include) fp += g + '\n';
+  fp += ";exclude=";
+  for (const std::string& g : g_options.exclude) fp += g + '\n';
+  g_cache.fingerprint = std::move(fp);
+  g_cache.cache = std::move(c);
+  g_stats.cache_state.store(AgentStats::kCacheOn);
+}
+
 // ---- inline mode -----------------------------------------------------------
 
 void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned char* data, jint* new_len,
@@ -197,17 +394,49 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
   req.rename_hook = true;
   // Methods C2 always inlines get no probes unless inlined=probe (docs/jvm.md).
   req.skip_inlined = !hook_only && !g_options.probe_inlined;
-  req.selected = [](std::string_view cls, std::string_view method) {
-    return Selected(JavaClassName(cls) + "." + std::string(method));
+  // Without globs every method is selected: no name is built to match (twice
+  // per method, in a hook that runs for every class the JVM loads).
+  // (Read per class: a second attach may bring other globs.)
+  const bool every_method = g_options.include.empty() && g_options.exclude.empty();
+  req.selected = [every_method](std::string_view cls, std::string_view method) {
+    return every_method || Selected(JavaClassName(cls) + "." + std::string(method));
   };
-  req.assign_id = [hook_only](std::string_view cls, std::string_view method,
+  req.assign_id = [hook_only, every_method](std::string_view cls, std::string_view method,
                               std::string_view desc) -> std::optional<uint32_t> {
-    if (hook_only || !Selected(JavaClassName(cls) + "." + std::string(method))) return std::nullopt;
+    if (hook_only || !(every_method || Selected(JavaClassName(cls) + "." + std::string(method)))) return std::nullopt;
     return NewMethod(cls, method, desc);
   };
   // Methods the overhead budget shed get no probes (shed.cc).
   if (!hook_only) req.shed = IsShed;
-  RewriteResult r = RewriteClass(data, static_cast<size_t>(len), req);
+  // The cache, for a class none of whose methods is shed (its rewrite then
+  // depends on the budget's state, not only on the class and the options).
+  ClassCache* cache = hook_only || g_cache.off.load(std::memory_order_relaxed) || ClassHasShed(name)
+                          ? nullptr
+                          : g_cache.cache.get();
+  CacheKey key;
+  std::optional<RewriteResult> replayed;
+  if (cache != nullptr) {
+    key = ClassCacheKey(g_cache.fingerprint, std::span<const uint8_t>(data, static_cast<size_t>(len)));
+    if (std::optional<CacheEntry> e = cache->Load(key)) {
+      // Ids for its methods, named as NewMethod names them; if they no longer
+      // fit the cached sipush sites, the reserved ids stay unused.
+      const uint32_t first = e->changed && !e->traced.empty()
+                                 ? g_next_id.fetch_add(static_cast<uint32_t>(e->traced.size()), std::memory_order_relaxed)
+                                 : 1;
+      replayed = Replay(*e, first);
+      if (replayed) {
+        for (const TracedMethod& m : replayed->traced) {
+          g_runtime.set_key_name(MethodKey(m.id), PrettyMethod(replayed->class_name, m.name, m.descriptor).c_str());
+        }
+        g_stats.cache_hits.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  req.want_id_sites = cache != nullptr && !replayed;
+  RewriteResult r = replayed ? std::move(*replayed) : RewriteClass(data, static_cast<size_t>(len), req);
+  if (cache != nullptr && !replayed) {
+    if (std::optional<CacheEntry> e = EntryOf(r)) QueueCacheStore(key, std::move(*e));
+  }
   g_stats.Count(r);
   if (!r.error.empty()) {
     g_stats.NoteError(name, r.error);
@@ -341,6 +570,7 @@ bool StartAgentThread(jvmtiEnv* jvmti, JNIEnv* jni, const char* name, jvmtiStart
 namespace {
 
 bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
+  OpenClassCache();
   if (g_probe_class == nullptr) {  // (attached again after a detach: it exists)
     jclass probe = DefineProbe(jni);
     if (probe == nullptr) return false;
@@ -430,6 +660,7 @@ void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) { NameS
 void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv*) {
   StopShedding();
   WaitForNanoscopeFlushes();
+  FinishCacheWrites();
 }
 
 uint64_t NowNs() {

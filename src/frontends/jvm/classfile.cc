@@ -288,11 +288,13 @@ std::optional<Error> ReadAttributes(ByteReader& r, std::vector<Attribute>& out) 
   return std::nullopt;
 }
 
-void WriteAttributes(std::vector<uint8_t>& out, const std::vector<Attribute>& attrs) {
+void WriteAttributes(std::vector<uint8_t>& out, const std::vector<Attribute>& attrs,
+                     std::vector<size_t>* info_at = nullptr) {
   PutU2(out, static_cast<uint16_t>(attrs.size()));
   for (const auto& a : attrs) {
     PutU2(out, a.name_index);
     PutU4(out, static_cast<uint32_t>(a.info.size()));
+    if (info_at != nullptr) info_at->push_back(out.size());
     PutBytes(out, a.info);
   }
 }
@@ -311,13 +313,16 @@ std::optional<Error> ReadMembers(ByteReader& r, std::vector<Member>& out) {
   return std::nullopt;
 }
 
-void WriteMembers(std::vector<uint8_t>& out, const std::vector<Member>& members) {
+void WriteMembers(std::vector<uint8_t>& out, const std::vector<Member>& members,
+                  std::vector<std::vector<size_t>>* info_at = nullptr) {
   PutU2(out, static_cast<uint16_t>(members.size()));
-  for (const auto& m : members) {
+  if (info_at != nullptr) info_at->assign(members.size(), {});
+  for (size_t i = 0; i < members.size(); ++i) {
+    const Member& m = members[i];
     PutU2(out, m.access_flags);
     PutU2(out, m.name_index);
     PutU2(out, m.descriptor_index);
-    WriteAttributes(out, m.attributes);
+    WriteAttributes(out, m.attributes, info_at != nullptr ? &(*info_at)[i] : nullptr);
   }
 }
 
@@ -395,7 +400,15 @@ Result<ClassFile> ClassFile::Parse(std::span<const uint8_t> data) {
   return cf;
 }
 
-std::vector<uint8_t> ClassFile::Write() const {
+size_t ClassFile::AttributeOffsets::Of(const ClassFile& cf, const Member* m, const Attribute* a) const {
+  if (m < cf.methods.data() || m >= cf.methods.data() + cf.methods.size()) return 0;
+  const size_t mi = static_cast<size_t>(m - cf.methods.data());
+  if (mi >= method_info.size() || a < m->attributes.data() || a >= m->attributes.data() + m->attributes.size()) return 0;
+  const size_t ai = static_cast<size_t>(a - m->attributes.data());
+  return ai < method_info[mi].size() ? method_info[mi][ai] : 0;
+}
+
+std::vector<uint8_t> ClassFile::Write(AttributeOffsets* offsets) const {
   std::vector<uint8_t> out;
   out.reserve(WrittenSizeHint());
   PutU4(out, 0xCAFEBABE);
@@ -408,7 +421,7 @@ std::vector<uint8_t> ClassFile::Write() const {
   PutU2(out, static_cast<uint16_t>(interfaces.size()));
   for (uint16_t i : interfaces) PutU2(out, i);
   WriteMembers(out, fields);
-  WriteMembers(out, methods);
+  WriteMembers(out, methods, offsets != nullptr ? &offsets->method_info : nullptr);
   WriteAttributes(out, attributes);
   return out;
 }

@@ -165,7 +165,13 @@ struct ClassFile {
   std::vector<Attribute> attributes;
 
   static Result<ClassFile> Parse(std::span<const uint8_t> data);
-  std::vector<uint8_t> Write() const;
+  // Where Write put each method's attributes' info, by method and attribute index.
+  struct AttributeOffsets {
+    std::vector<std::vector<size_t>> method_info;
+    // The offset of attribute `a` (of method `m`, both this ClassFile's) in the written bytes; 0: not found.
+    size_t Of(const ClassFile& cf, const Member* m, const Attribute* a) const;
+  };
+  std::vector<uint8_t> Write(AttributeOffsets* offsets = nullptr) const;
   size_t WrittenSizeHint() const;  // Write()'s size exactly, to reserve it once
   std::string_view AttributeName(const Attribute& a) const;
 };

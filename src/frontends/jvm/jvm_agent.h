@@ -146,6 +146,8 @@ void EnableJavaApi(jvmtiEnv* jvmti, JNIEnv* jni);
 // changed; StopShedding at VMDeath.
 void NoteTraced(std::string_view class_name, const std::vector<TracedMethod>& traced);
 bool IsShed(std::string_view class_name, std::string_view method_name, std::string_view descriptor);
+// Whether IsShed may be true for a method of this class (a rewrite of it then depends on the budget).
+bool ClassHasShed(std::string_view class_name);
 void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni);
 void StopShedding();
 // The hook may rewrite classes (detach clears it: retransforms then restore).
@@ -172,6 +174,10 @@ struct AgentStats {
   std::mutex error_mutex;
   std::string first_error;  // "<class>: <error>"
 
+  // The class cache (class_cache.h): its state, and classes found in it.
+  enum CacheStateValue : uint32_t { kCacheUnset = 0, kCacheOn, kCacheOff };
+  std::atomic<uint32_t> cache_state{kCacheUnset};
+  std::atomic<uint64_t> cache_hits{0};
   void Count(const RewriteResult& r);
   void NoteError(const char* cls, const std::string& error);
   std::string Summary();

@@ -295,8 +295,10 @@ std::string AgentStats::Summary() {
     s += "; " + std::to_string(guarded) + " methods have a guard byte that skips their probes while the budget sheds them";
   }
   const uint64_t hooked = classes_rewritten.load() + classes_unchanged.load() + classes_failed.load();
-  s += "; class hook: " + std::to_string(hooked) + " classes parsed in " + std::to_string(hook_ns.load() / 1000000) +
-       " ms";
+  const uint64_t hits = cache_hits.load();
+  s += "; class hook: " + std::to_string(hooked) + " classes in " + std::to_string(hook_ns.load() / 1000000) + " ms, " +
+       std::to_string(hooked - std::min(hits, hooked)) + " parsed and " + std::to_string(hits) + " from the class cache";
+  if (cache_state.load() == kCacheOff) s += " (off)";
   std::lock_guard<std::mutex> lock(error_mutex);
   if (!first_error.empty()) s += "; first error: " + first_error;
   return s;

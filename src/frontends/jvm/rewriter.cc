@@ -662,6 +662,15 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
   }
   const bool probe_class = res.class_name == req.probe.owner;
   ProbeRefs probes;
+  // want_id_sites: the pushes by method and Code attribute, made absolute once the class is written.
+  struct PendingSite {
+    const Member* method;
+    const Attribute* code;
+    uint32_t at;  // in the Code attribute's info
+    size_t traced;
+  };
+  std::vector<PendingSite> pending_sites;
+  bool ids_patchable = true;
   for (auto& m : cf.methods) {
     auto name_view = cf.cp.Utf8(m.name_index);
     auto desc_view = cf.cp.Utf8(m.descriptor_index);
@@ -795,13 +804,32 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
         push[2] = static_cast<uint8_t>(c);
       }
       for (size_t p : o.id_pushes) std::copy(push, push + kPushLength, o.code_attribute.begin() + static_cast<ptrdiff_t>(p));
+      if (req.want_id_sites) {
+        ids_patchable &= push[0] == kOpSipush;
+        for (size_t p : o.id_pushes) pending_sites.push_back({&m, code, static_cast<uint32_t>(p), res.traced.size()});
+      }
       res.traced.push_back({std::string(*name), std::string(*desc), *id, m.access_flags});
     }
     code->info = std::move(o.code_attribute);
     res.rename_hooked |= hook;
   }
   if (!res.traced.empty() || res.rename_hooked) {
-    res.bytes = cf.Write();
+    if (req.want_id_sites) {
+      ClassFile::AttributeOffsets at;
+      res.bytes = cf.Write(&at);
+      res.ids_patchable = ids_patchable;
+      for (const PendingSite& p : pending_sites) {
+        const size_t info = at.Of(cf, p.method, p.code);
+        if (info == 0) {
+          res.ids_patchable = false;
+          break;
+        }
+        res.id_sites.push_back({static_cast<uint32_t>(info + p.at), static_cast<uint32_t>(p.traced)});
+      }
+      if (!res.ids_patchable) res.id_sites.clear();
+    } else {
+      res.bytes = cf.Write();
+    }
     res.changed = true;
   }
   return res;

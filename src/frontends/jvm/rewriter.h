@@ -131,6 +131,16 @@ struct RewriteRequest {
   // always-inlined method never had an id, so it is never shed). Thread.setName still gets the
   // rename hook, without probes. Unset: nothing is shed.
   std::function<bool(std::string_view class_name, std::string_view method_name, std::string_view descriptor)> shed;
+  // Fill RewriteResult::id_sites (the agent's class cache, class_cache.h).
+  bool want_id_sites = false;
+};
+
+// Where a traced method's id sits in the rewritten class: a `sipush <id>`
+// at byte `offset` of RewriteResult::bytes, for traced[method]. Ids over
+// 32767 come from an Integer constant instead (ldc_w), which has no site.
+struct IdSite {
+  uint32_t offset;
+  uint32_t method;
 };
 
 struct RewriteResult {
@@ -140,6 +150,11 @@ struct RewriteResult {
   std::vector<TracedMethod> traced;
   std::vector<SkippedMethod> skipped;
   bool rename_hooked = false;  // the rename hook went in
+  // With RewriteRequest::want_id_sites: every id push of every traced method,
+  // when all of them are sipush (ids_patchable); another run may then give
+  // the same class other ids by patching these sites alone.
+  std::vector<IdSite> id_sites;
+  bool ids_patchable = false;
   std::string error;  // non-empty: the class could not be rewritten (malformed/unsupported); leave it unmodified
 };
 

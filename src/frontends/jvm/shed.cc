@@ -337,6 +337,14 @@ bool IsShed(std::string_view class_name, std::string_view method_name, std::stri
   return s != 0 && t.applied.count(cls << 32 | s);
 }
 
+bool ClassHasShed(std::string_view class_name) {
+  if (g_applied_count.load(std::memory_order_acquire) == 0) return false;
+  MethodTable& t = Table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  const uint64_t cls = t.classes.Find(class_name);
+  return cls != 0 && t.applied_classes.count(static_cast<uint32_t>(cls));
+}
+
 void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni) {
   static bool started = false;  // VMInit or the first attach; a later attach finds it running
   if (started) {

@@ -345,15 +345,18 @@ void OpenClassCache() {
       return;
     }
   }
+  // Why it is off is said only when the user named the directory: a
+  // read-only home (a container) must not make every JVM print a line.
+  const bool asked = !g_options.cache.empty();
   const std::string build = AgentBuildId();
   if (build.empty()) {
-    Say("the agent has no build id: the class cache is off");
+    if (asked) Say("the agent has no build id: the class cache is off");
     g_stats.cache_state.store(AgentStats::kCacheOff);
     return;
   }
   auto c = std::make_unique<ClassCache>(dir, kCacheMaxBytes);
   if (!c->ok()) {
-    Say("the class cache is off: " + c->error());
+    if (asked) Say("the class cache is off: " + c->error());
     g_stats.cache_state.store(AgentStats::kCacheOff);
     return;
   }

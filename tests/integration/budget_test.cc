@@ -286,25 +286,21 @@ TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
                                << " ns after it was shed";
 }
 
-// The Java side of issue 23's fidelity goal, as Budget.TheDecodedCallsAre...
-// for native code: with the budget on, the decoded calls of the thread are
-// the program's own log of its newest calls with the shed methods' calls
-// taken out, and every method whose calls are missing is named as shed.
-// leaf() is shed through its guard (the probe's byte test), mid() perhaps
-// too; nesting stays exact across both.
-TEST(BudgetJvm, TheDecodedCallsAreTheGroundTruthWithTheShedMethodsCallsRemoved) {
-  if (NoJvmFor("BudgetTruth")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
-  for (const std::string clock : {"exact", "fast"}) {
-    SCOPED_TRACE(clock);
-    const std::string dir = FreshDir("budget_jvm_truth_" + clock);
+// One run of BudgetTruth compared with its ground truth; false (nothing
+// asserted) when the run cannot be compared: the shed set changed inside the
+// thread's window, or leaf() was not shed during it.
+bool CompareBudgetTruth(const std::string& clock, int attempt) {
+  {
+    const std::string dir = FreshDir("budget_jvm_truth_" + clock + "_" + std::to_string(attempt));
     // A ring small enough to be filled after the sheds (1024 records).
     const Recorded r = RecordJava(dir,
                                   {"--buffer-size", "8K", "--clock", clock, "--jvm-include", "BudgetTruth.leaf",
                                    "--jvm-include", "BudgetTruth.mid", "--jvm-include", "BudgetTruth.outer"},
                                   {"BudgetTruth", "1.0", dir + "/truth.txt"});
-    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
     const std::vector<std::string> dumps = Dumps(dir + "/dumps");
-    ASSERT_EQ(dumps.size(), 1u) << r.run.err;
+    EXPECT_EQ(dumps.size(), 1u) << r.run.err;
+    if (r.run.exit_code != 0 || dumps.size() != 1) return true;
     const format::Dump& d = r.dump;
     symbolize::Symbolizer sym(d);
     std::vector<std::string> truth;
@@ -312,7 +308,8 @@ TEST(BudgetJvm, TheDecodedCallsAreTheGroundTruthWithTheShedMethodsCallsRemoved) 
       std::ifstream in(dir + "/truth.txt");
       for (std::string line; std::getline(in, line);) truth.push_back(line);
     }
-    ASSERT_GT(truth.size(), 10000u);
+    EXPECT_GT(truth.size(), 10000u);
+    if (truth.size() <= 10000) return true;
     // The thread that ran outer(), its events as the truth's lines.
     std::vector<std::string> got;
     const format::ThreadInfo* thread = nullptr;
@@ -328,8 +325,9 @@ TEST(BudgetJvm, TheDecodedCallsAreTheGroundTruthWithTheShedMethodsCallsRemoved) 
       got = std::move(lines);
       for (const auto& t : d.threads) thread = t.tid == tid ? &t : thread;
     }
-    ASSERT_NE(thread, nullptr) << RunProgram({Cli(), "info", dumps[0]}).out;
-    ASSERT_FALSE(got.empty());
+    EXPECT_NE(thread, nullptr) << RunProgram({Cli(), "info", dumps[0]}).out;
+    EXPECT_FALSE(got.empty());
+    if (thread == nullptr || got.empty()) return true;
     // Every shed happened before the thread's window begins (it fills 1024
     // records in well under a millisecond once leaf() is shed), so the whole
     // window was recorded under one shed set.
@@ -340,24 +338,57 @@ TEST(BudgetJvm, TheDecodedCallsAreTheGroundTruthWithTheShedMethodsCallsRemoved) 
         first_ns = clock_model.MonotonicNs(e.tsc);
       }
     });
+    // The shed set during the window: what was shed before it and not brought back.
     std::set<std::string> shed;
     for (const format::ShedInfo& f : d.budget.shed) {
-      ASSERT_EQ(f.until_ns, 0u) << sym.Name(f.key) << " came back";
-      ASSERT_LT(static_cast<int64_t>(f.at_ns), first_ns) << "shed inside the window: the test cannot tell what was recorded";
-      shed.insert(sym.Name(f.key));
+      const bool back = f.until_ns != 0;
+      if (static_cast<int64_t>(f.at_ns) >= first_ns || (back && static_cast<int64_t>(f.until_ns) >= first_ns)) {
+        std::printf("attempt %d: %s %s inside the window\n", attempt + 1, sym.Name(f.key).c_str(),
+                    static_cast<int64_t>(f.at_ns) >= first_ns ? "shed" : "brought back");
+        return false;
+      }
+      if (!back) shed.insert(sym.Name(f.key));
     }
-    ASSERT_TRUE(shed.count("int BudgetTruth.leaf(int)")) << RunProgram({Cli(), "info", dumps[0]}).out;
+    if (!shed.count("int BudgetTruth.leaf(int)")) {
+      std::printf("attempt %d: leaf() not shed during the window\n", attempt + 1);
+      return false;
+    }
     EXPECT_FALSE(shed.count("int BudgetTruth.outer(int)"));
     std::vector<std::string> expected;
     for (const std::string& line : truth) {
       if (!shed.count(line.substr(line.find(' ') + 1))) expected.push_back(line);
     }
-    ASSERT_GE(expected.size(), got.size()) << "the ground truth keeps more calls than a ring";
+    EXPECT_GE(expected.size(), got.size()) << "the ground truth keeps more calls than a ring";
+    if (expected.size() < got.size()) return true;
     const std::vector<std::string> newest(expected.end() - static_cast<std::ptrdiff_t>(got.size()), expected.end());
     EXPECT_TRUE(newest == got) << "decoded " << got.size() << " events differ from the ground truth's newest";
     // Every method with calls missing is named as shed: none of the window's
     // events is a shed method's.
-    for (const std::string& line : got) ASSERT_FALSE(shed.count(line.substr(line.find(' ') + 1))) << line;
+    for (const std::string& line : got) EXPECT_FALSE(shed.count(line.substr(line.find(' ') + 1))) << line;
+  }
+  return true;
+}
+
+// The Java side of issue 23's fidelity goal, as Budget.TheDecodedCallsAre...
+// for native code: with the budget on, the decoded calls of the thread are
+// the program's own log of its newest calls with the shed methods' calls
+// taken out, and every method whose calls are missing is named as shed.
+// leaf() is shed through its guard (the probe's byte test), mid() perhaps
+// too; nesting stays exact across both.
+TEST(BudgetJvm, TheDecodedCallsAreTheGroundTruthWithTheShedMethodsCallsRemoved) {
+  if (NoJvmFor("BudgetTruth")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  for (const std::string clock : {"exact", "fast"}) {
+    SCOPED_TRACE(clock);
+    // The budget decides on the thread's own measured costs: on a machine
+    // loaded enough, it may bring leaf() back before the window, or change
+    // the shed set inside it (then the test cannot tell what was recorded
+    // under which set). Such a run is run again, up to three times.
+    bool compared = false;
+    for (int attempt = 0; attempt < 3 && !compared; ++attempt) {
+      SCOPED_TRACE("attempt " + std::to_string(attempt + 1));
+      compared = CompareBudgetTruth(clock, attempt);
+    }
+    EXPECT_TRUE(compared) << "three runs, and the shed set changed inside each window or leaf() was not shed in it";
   }
 }
 

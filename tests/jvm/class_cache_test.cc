@@ -176,36 +176,43 @@ TEST(ClassCache, APackWrittenByOneRunIsReadByTheNextAndATornOneIsIgnored) {
   fs::remove_all(dir);
 }
 
-TEST(ClassCache, CompactKeepsOnePackOfTheNewestEntriesWithinTheLimit) {
-  const fs::path dir = FreshDir("compact");
+TEST(ClassCache, TheOldestPacksGoPastSixteenOrPastTheByteLimit) {
+  const fs::path dir = FreshDir("drop");
   const auto classes = Classes();
-  for (int run = 0; run < 20; ++run) {  // 20 runs, each a pack of a few classes
-    ClassCache c(dir.string(), 64u << 20);
-    for (size_t i = static_cast<size_t>(run) % classes.size(), n = 0; n < 3; ++n, i = (i + 1) % classes.size()) {
+  auto run = [&](int n, uint64_t limit) {  // one JVM: a pack of a few classes, then the trim
+    ClassCache c(dir.string(), limit);
+    for (size_t i = static_cast<size_t>(n) % classes.size(), k = 0; k < 3; ++k, i = (i + 1) % classes.size()) {
       const auto& bytes = classes[i];
       const std::optional<CacheEntry> e = EntryOf(RewriteClass(bytes.data(), bytes.size(), Request(1, true)));
-      ASSERT_TRUE(e && c.Store(ClassCacheKey(std::to_string(run), bytes), *e));
+      EXPECT_TRUE(e && c.Store(ClassCacheKey(std::to_string(n), bytes), *e));
     }
-    ASSERT_TRUE(c.Finish());
-  }
-  ASSERT_EQ(Files(dir).size(), 20u);
+    EXPECT_TRUE(c.Finish());
+    return c.DropOldest();
+  };
+  for (int n = 0; n < 16; ++n) EXPECT_EQ(run(n, 64u << 20), 0u) << "16 packs at most, none removed yet";
+  EXPECT_EQ(run(16, 64u << 20), 1u) << "the 17th run removes the oldest pack";
+  EXPECT_EQ(Files(dir).size(), 16u);
   {
     ClassCache c(dir.string(), 64u << 20);
-    EXPECT_EQ(c.entries(), 60u);
-    EXPECT_EQ(c.Compact(), 20u) << "more than 16 packs: all replaced";
+    EXPECT_FALSE(c.Load(ClassCacheKey("0", classes[0])).has_value()) << "the oldest run's entries are gone";
+    EXPECT_TRUE(c.Load(ClassCacheKey("16", classes[16 % classes.size()])).has_value());
+    EXPECT_EQ(c.entries(), 48u);
   }
-  ASSERT_EQ(Files(dir).size(), 1u);
-  ClassCache after(dir.string(), 64u << 20);
-  EXPECT_EQ(after.entries(), 60u);
-  EXPECT_TRUE(after.Load(ClassCacheKey("19", classes[19 % classes.size()])).has_value());
-  // Over its byte limit, it keeps the newest packs' entries within 3/4 of it.
+  // Over the byte limit: the newest pack stays, the oldest go.
   uint64_t one = 0;
-  for (const auto& f : Files(dir)) one = fs::file_size(dir / f);
-  ClassCache small(dir.string(), one / 2);
-  EXPECT_EQ(small.Compact(), 1u);
-  ClassCache kept(dir.string(), one / 2);
-  EXPECT_GT(kept.entries(), 0u);
-  EXPECT_LT(kept.entries(), 60u);
+  for (const auto& f : Files(dir)) one = std::max<uint64_t>(one, fs::file_size(dir / f));
+  EXPECT_GE(run(17, one * 3), 1u) << "over the byte limit: the oldest packs go";
+  uint64_t total = 0;
+  for (const auto& f : Files(dir)) total += fs::file_size(dir / f);
+  EXPECT_LE(total, one * 3);
+  EXPECT_GE(Files(dir).size(), 3u);
+  EXPECT_TRUE(ClassCache(dir.string(), 64u << 20).Load(ClassCacheKey("17", classes[17 % classes.size()])).has_value());
+  // Packs are only unlinked: a JVM that mapped them still reads them.
+  ClassCache reader(dir.string(), 64u << 20);
+  const size_t before = reader.entries();
+  EXPECT_GE(run(18, one), 3u);
+  EXPECT_EQ(reader.entries(), before);
+  EXPECT_TRUE(reader.Load(ClassCacheKey("17", classes[17 % classes.size()])).has_value());
   fs::remove_all(dir);
 }
 

@@ -255,7 +255,7 @@ struct CacheWriter {
   std::deque<std::pair<CacheKey, CacheEntry>> queue;
   size_t queued_bytes = 0;
   bool started = false, finished = false;
-  std::mutex store;  // ClassCache::Store and Finish, one at a time
+  std::timed_mutex store;  // ClassCache::Store and Finish, one at a time
 };
 CacheWriter& g_cache_writer = *new CacheWriter;
 constexpr size_t kCacheQueueMaxBytes = 64u << 20;  // beyond it entries are dropped, not queued
@@ -267,10 +267,6 @@ void CacheWriterMain() {
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   pthread_setname_np(pthread_self(), "lookback-cache");
   CacheWriter& w = g_cache_writer;
-  {
-    std::lock_guard<std::mutex> store(w.store);
-    g_cache.cache->Compact();  // too many packs, or too many bytes: one pack of the newest entries
-  }
   // It looks at the queue every 50 ms rather than being woken per entry:
   // a wake-up per class (a futex call in the class hook) cost H2 23 ms of
   // its start-up.
@@ -281,7 +277,7 @@ void CacheWriterMain() {
     std::deque<std::pair<CacheKey, CacheEntry>> batch;
     batch.swap(w.queue);
     w.queued_bytes = 0;
-    std::lock_guard<std::mutex> store(w.store);
+    std::lock_guard<std::timed_mutex> store(w.store);
     lock.unlock();
     for (const auto& [key, entry] : batch) {
       if (g_cache.cache->Store(key, entry)) g_cache.stored.fetch_add(1, std::memory_order_relaxed);
@@ -313,11 +309,14 @@ void FinishCacheWrites() {
     if (w.queued_bytes <= (8u << 20)) rest.swap(w.queue);
     w.wake.notify_one();
   }
-  std::lock_guard<std::mutex> store(w.store);
+  // A large entry may hold it for a moment; the JVM does not wait longer,
+  // and this run's entries are then lost (its temporary is removed by a later JVM).
+  std::unique_lock<std::timed_mutex> store(w.store, std::chrono::milliseconds(200));
+  if (!store.owns_lock()) return;
   for (const auto& [key, entry] : rest) {
     if (g_cache.cache->Store(key, entry)) g_cache.stored.fetch_add(1, std::memory_order_relaxed);
   }
-  g_cache.cache->Finish();
+  if (g_cache.cache->Finish()) g_cache.cache->DropOldest();
 }
 
 // Called before tracing starts: at VMInit, and at each attach.

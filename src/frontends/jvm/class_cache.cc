@@ -395,36 +395,36 @@ bool ClassCache::Finish() {
     return false;
   }
   written_.clear();
+  published_ = dir_ + name;
   return true;
 }
 
-size_t ClassCache::Compact() {
-  if (!ok_ || maps_.empty()) return 0;
+size_t ClassCache::DropOldest() {
+  if (!ok_) return 0;
+  // The packs this JVM mapped at start (newest first), and the one it wrote.
+  struct Pack {
+    std::string path;
+    uint64_t bytes;
+  };
+  std::vector<Pack> packs;
   uint64_t total = 0;
-  for (const Map& m : maps_) total += m.size;
-  if (total <= max_bytes_ && maps_.size() <= kMaxPacks) return 0;
-  // The newest packs' entries, up to 3/4 of the limit, into one pack.
-  ClassCache out(dir_, max_bytes_);
-  if (!out.ok()) return 0;
-  std::unordered_map<CacheKey, bool, KeyHash, KeyEq> seen;
-  uint64_t bytes = 0;
-  for (const Map& m : maps_) {
-    const uint8_t* foot = m.data + m.size - kFooter;
-    const uint64_t index_at = Be64(foot);
-    const uint32_t count = Be32(foot + 8);
-    for (uint32_t i = 0; i < count; ++i) {
-      const uint8_t* e = m.data + index_at + uint64_t{i} * kIndexEntry;
-      const CacheKey key{Be64(e + 8), Be64(e)};
-      const uint32_t len = Be32(e + 24);
-      if (bytes + len > max_bytes_ / 4 * 3) break;
-      if (!seen.emplace(key, true).second) continue;
-      std::optional<CacheEntry> entry = Load(key);
-      if (entry && out.Store(key, *entry)) bytes += len;
+  if (!published_.empty()) {
+    struct stat st {};
+    if (stat(published_.c_str(), &st) == 0) {
+      packs.push_back({published_, static_cast<uint64_t>(st.st_size)});
+      total += static_cast<uint64_t>(st.st_size);
     }
   }
-  if (!out.Finish()) return 0;
+  for (const Map& m : maps_) {
+    packs.push_back({m.path, m.size});
+    total += m.size;
+  }
   size_t removed = 0;
-  for (const Map& m : maps_) removed += unlink(m.path.c_str()) == 0;
+  while (packs.size() > 1 && (packs.size() > kMaxPacks || total > max_bytes_)) {
+    if (unlink(packs.back().path.c_str()) == 0 || errno == ENOENT) ++removed;  // (another JVM's trim may have been first)
+    total -= packs.back().bytes;
+    packs.pop_back();
+  }
   return removed;
 }
 

@@ -15,7 +15,7 @@
 // On disk: pack files (below), each renamed into place whole, so concurrent
 // JVMs see a whole pack or none. An entry is untrusted input (another
 // version, a torn disk, a hand edit): ParseEntry checks every field and a
-// checksum, and a bad entry is a miss. Compact keeps the directory under a size.
+// checksum, and a bad entry is a miss. DropOldest keeps the directory under a size.
 #pragma once
 
 #include <cstddef>
@@ -94,10 +94,12 @@ class ClassCache {
   bool Store(const CacheKey& key, const CacheEntry& entry);
   // Publishes this run's pack (when it holds entries). Returns whether one was written.
   bool Finish();
-  // When the packs hold more than max_bytes, or there are more than 16:
-  // writes one pack of the newest packs' entries (at most 3/4 of max_bytes)
-  // and removes the packs it replaced. Returns the packs removed.
-  size_t Compact();
+  // After Finish: while there are more than 16 packs, or they hold more than
+  // max_bytes, removes the oldest (a run that misses their entries writes
+  // them again into its own pack, the newest). Only unlinks: a JVM that
+  // merged packs instead was killed at exit before it was done when short,
+  // and its own pack was lost with it. Returns the packs removed.
+  size_t DropOldest();
 
  private:
   struct Map {
@@ -133,6 +135,7 @@ class ClassCache {
   std::string temp_;
   uint64_t offset_ = 0;
   std::vector<Written> written_;
+  std::string published_;  // the pack Finish put in place
 };
 
 }  // namespace lookback::jvm

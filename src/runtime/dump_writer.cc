@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/elf_build_id.h"
 #include "format/encode.h"
 #include "format/sections.h"
 #include "format/record_state.h"
@@ -139,23 +140,9 @@ int OnModule(dl_phdr_info* info, size_t, void* arg) {
     if (ph.p_type == PT_LOAD) {
       m.lo = std::min<uint64_t>(m.lo, m.bias + ph.p_vaddr);
       m.hi = std::max<uint64_t>(m.hi, m.bias + ph.p_vaddr + ph.p_memsz);
-    } else if (ph.p_type == PT_NOTE && m.build_id.empty()) {
-      // Notes are mapped: walk them for NT_GNU_BUILD_ID.
-      const char* p = reinterpret_cast<const char*>(m.bias + ph.p_vaddr);
-      const char* end = p + ph.p_memsz;
-      while (p + sizeof(ElfW(Nhdr)) <= end) {
-        const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
-        const char* name = p + sizeof(ElfW(Nhdr));
-        const char* desc = name + ((nh->n_namesz + 3) & ~3u);
-        if (desc + nh->n_descsz > end) break;
-        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-          m.build_id.assign(desc, nh->n_descsz);
-          break;
-        }
-        p = desc + ((nh->n_descsz + 3) & ~3u);
-      }
     }
   }
+  m.build_id = GnuBuildId(info);
   if (m.hi == 0) m.lo = 0;
   mods->push_back(std::move(m));
   return 0;

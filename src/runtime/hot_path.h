@@ -273,11 +273,15 @@ LOOKBACK_HOT void SetHotSlot(Ring* r, unsigned slot) {
   r->hot_tag[1] = format::EventTag(true, slot);
 }
 
-LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) {
+// The publication protocol (see the concurrency contract above), with the
+// slot of position `pos` given.
+LOOKBACK_HOT void PublishAt(Ring* r, uint64_t* slot, uint64_t pos, uint64_t record) {
   std::atomic_thread_fence(std::memory_order_release);
-  __atomic_store_n(&r->slots[pos & r->mask], record, __ATOMIC_RELAXED);
+  __atomic_store_n(slot, record, __ATOMIC_RELAXED);
   __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
 }
+
+LOOKBACK_HOT void Publish(Ring* r, uint64_t pos, uint64_t record) { PublishAt(r, &r->slots[pos & r->mask], pos, record); }
 
 // Record one event at a given timestamp (a reading, in either clock mode) at
 // position `pos` (the owner's current r->pos), once the caller has seen that
@@ -392,10 +396,7 @@ LOOKBACK_HOT void RecordNow(Ring* r, bool exit, uint64_t key, uint64_t call_site
         lb_ring_slow(key, call_site, kReadTscInSlowPath, r, exit);  // one rdtsc per trace point inlined, not two
         return;
       }
-      // Publish, with the slot at lap + 8 * pos (Ring::lap).
-      std::atomic_thread_fence(std::memory_order_release);
-      __atomic_store_n(reinterpret_cast<uint64_t*>(r->lap + 8 * pos), format::MakeUntimed(exit, key), __ATOMIC_RELAXED);
-      __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
+      PublishAt(r, reinterpret_cast<uint64_t*>(r->lap + 8 * pos), pos, format::MakeUntimed(exit, key));  // Ring::lap
       return;
     }
     if (clock_mask == 0) {

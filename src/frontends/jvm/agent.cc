@@ -18,7 +18,6 @@
 // `lookback record` the runtime is already loaded (preloaded) and configured
 // by record's flags.
 #include <dlfcn.h>
-#include <elf.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -45,6 +44,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/elf_build_id.h"
 #include "frontends/jvm/class_cache.h"
 #include "frontends/jvm/jvm_agent.h"
 #include "frontends/jvm/method_names.h"
@@ -184,15 +184,20 @@ bool NeverRewritten(std::string_view cls) {
          cls.rfind("jdk/internal/", 0) == 0 || cls.rfind("sun/invoke/", 0) == 0;
 }
 
+// The name the recorder gives method `id`'s key.
+void NameMethod(uint32_t id, std::string_view cls, std::string_view name, std::string_view desc) {
+  g_runtime.set_key_name(MethodKey(id), PrettyMethod(cls, name, desc).c_str());
+}
+
 uint32_t NewMethod(std::string_view cls, std::string_view name, std::string_view desc) {
   const uint32_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
-  g_runtime.set_key_name(MethodKey(id), PrettyMethod(cls, name, desc).c_str());
+  NameMethod(id, cls, name, desc);
   return id;
 }
 
 // ---- the cache of rewritten classes (class_cache.h) --------------------------
 
-// The cache's limit on disk; LRU entries beyond it go at VMDeath.
+// The cache's limit on disk: past it the oldest packs go (ClassCache::DropOldest).
 constexpr uint64_t kCacheMaxBytes = 256ull << 20;
 
 // The agent's own build id (ELF NT_GNU_BUILD_ID): any other build of the
@@ -207,32 +212,15 @@ std::string AgentBuildId() {
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         auto* s = static_cast<Search*>(data);
-        bool mine = false;
-        for (int i = 0; i < info->dlpi_phnum && !mine; ++i) {
-          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          mine = ph.p_type == PT_LOAD && s->addr >= info->dlpi_addr + ph.p_vaddr &&
-                 s->addr < info->dlpi_addr + ph.p_vaddr + ph.p_memsz;
-        }
-        if (!mine) return 0;
         for (int i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_NOTE) continue;
-          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
-          const char* end = p + ph.p_memsz;
-          while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
-            const char* name = p + sizeof(ElfW(Nhdr));
-            const char* desc = name + ((n->n_namesz + 3) & ~3u);
-            const char* next = desc + ((n->n_descsz + 3) & ~3u);
-            if (next > end) break;
-            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-              s->id.assign(desc, n->n_descsz);
-              return 1;
-            }
-            p = next;
+          if (ph.p_type == PT_LOAD && s->addr >= info->dlpi_addr + ph.p_vaddr &&
+              s->addr < info->dlpi_addr + ph.p_vaddr + ph.p_memsz) {
+            s->id = GnuBuildId(info);
+            return 1;
           }
         }
-        return 1;
+        return 0;
       },
       &s);
   return s.id;
@@ -420,16 +408,14 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
   if (cache != nullptr) {
     key = ClassCacheKey(g_cache.fingerprint, std::span<const uint8_t>(data, static_cast<size_t>(len)));
     if (std::optional<CacheEntry> e = cache->Load(key)) {
-      // Ids for its methods, named as NewMethod names them; if they no longer
+      // Ids for its methods, as NewMethod would give them; if they no longer
       // fit the cached sipush sites, the reserved ids stay unused.
       const uint32_t first = e->changed && !e->traced.empty()
                                  ? g_next_id.fetch_add(static_cast<uint32_t>(e->traced.size()), std::memory_order_relaxed)
                                  : 1;
-      replayed = Replay(*e, first);
+      replayed = Replay(std::move(*e), first);
       if (replayed) {
-        for (const TracedMethod& m : replayed->traced) {
-          g_runtime.set_key_name(MethodKey(m.id), PrettyMethod(replayed->class_name, m.name, m.descriptor).c_str());
-        }
+        for (const TracedMethod& m : replayed->traced) NameMethod(m.id, replayed->class_name, m.name, m.descriptor);
         g_stats.cache_hits.fetch_add(1, std::memory_order_relaxed);
       }
     }

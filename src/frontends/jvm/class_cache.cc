@@ -88,19 +88,19 @@ std::optional<CacheEntry> EntryOf(const RewriteResult& r) {
   return e;
 }
 
-std::optional<RewriteResult> Replay(const CacheEntry& entry, uint32_t first_id) {
+std::optional<RewriteResult> Replay(CacheEntry entry, uint32_t first_id) {
   RewriteResult r;
   r.changed = entry.changed;
   r.rename_hooked = entry.rename_hooked;
-  r.class_name = entry.class_name;
-  r.skipped = entry.skipped;
+  r.class_name = std::move(entry.class_name);
+  r.skipped = std::move(entry.skipped);
   if (!entry.changed) return r;
   if (entry.traced.size() > 32767 || first_id == 0 || first_id + entry.traced.size() > 32768) return std::nullopt;
-  r.bytes = entry.bytes;
+  r.bytes = std::move(entry.bytes);
   r.traced.reserve(entry.traced.size());
   for (size_t i = 0; i < entry.traced.size(); ++i) {
-    const CachedMethod& m = entry.traced[i];
-    r.traced.push_back({m.name, m.descriptor, first_id + static_cast<uint32_t>(i), m.access_flags});
+    CachedMethod& m = entry.traced[i];
+    r.traced.push_back({std::move(m.name), std::move(m.descriptor), first_id + static_cast<uint32_t>(i), m.access_flags});
   }
   for (const IdSite& s : entry.id_sites) {
     if (s.method >= r.traced.size() || s.offset + 3 > r.bytes.size() || r.bytes[s.offset] != kOpSipush) return std::nullopt;

@@ -58,7 +58,8 @@ struct CacheEntry {
 std::optional<CacheEntry> EntryOf(const RewriteResult& r);
 // The rewrite with ids first_id, first_id + 1, ... given to entry.traced in
 // order; nullopt when a site is not a sipush or an id would not fit one.
-std::optional<RewriteResult> Replay(const CacheEntry& entry, uint32_t first_id);
+// Takes the entry by value: the hook moves the one it loaded into the result.
+std::optional<RewriteResult> Replay(CacheEntry entry, uint32_t first_id);
 
 std::vector<uint8_t> SerializeEntry(const CacheKey& key, const CacheEntry& entry);
 // The header (format, key, size, checksum) and `payload`: SerializeEntry's last step (and the fuzzer's).

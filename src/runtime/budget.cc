@@ -192,7 +192,7 @@ std::vector<uint64_t> Publish(const Budget& b, const std::vector<uint64_t>& befo
 // kBudgetMinSampleRecords records in it is not judged by this sample (its
 // share is noise); if more must go, the next judgement, measured with the
 // others gone, sees it better. Caller holds b.mutex.
-void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double least_ns, uint64_t tp_per_s,
+void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, uint64_t tp_per_s,
               double own_share, uint64_t now_ns, double ticks_per_ns) {
   std::unordered_map<uint64_t, KeyCount> counts;
   const uint64_t counted = CountRecent(r, &counts);
@@ -219,10 +219,13 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, double l
     if (saved >= excess_ns || b.shed.size() + added.size() >= kBudgetMaxShed) break;
     const double share = static_cast<double>(cand.c.records) / static_cast<double>(counted);
     const double rate = share * static_cast<double>(tp_per_s);  // its records per CPU second
-    // A function whose records cost under a twentieth of the budget is
-    // worth more as information than it costs (and the candidates are in
-    // falling order: none after it costs more).
-    if (cand.c.records < kBudgetMinSampleRecords || rate * b.cost.recorded_ns < least_ns) break;
+    // The candidates are in falling order: none after one too rare to judge
+    // is judged. There is no floor of cost besides: a flat profile (javac's
+    // thousands of methods at under 1 % of the calls each) is brought under
+    // the budget only by shedding many functions that each cost little,
+    // and a floor of a twentieth of the budget left javac's main thread
+    // at 23 % (docs/performance.md, "A flat profile").
+    if (cand.c.records < kBudgetMinSampleRecords) break;
     saved += rate * b.cost.recorded_ns;
     added.push_back(cand.key);
     ShedFunction f;
@@ -368,7 +371,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
         const size_t before = b.shed.size();
         // Over the target, in ns per second of the thread's CPU time.
         const double excess_ns = (recorded - budget * 2 / 3) * 1e9;
-        ShedFrom(b, *r, r->tid, excess_ns, budget / 20 * 1e9, tp_per_s, own / static_cast<double>(dcpu), now_ns,
+        ShedFrom(b, *r, r->tid, excess_ns, tp_per_s, own / static_cast<double>(dcpu), now_ns,
                  ticks_per_ns);
         changed = changed || b.shed.size() != before;
       }

@@ -205,6 +205,31 @@ TEST_P(Budget, AShedFunctionComesBackWhenTheProgramCalmsDownAndIsRecordedAgain) 
   EXPECT_GT(after, 0u);
 }
 
+// A flat profile: 512 functions called in turn, each with under a twentieth
+// of the budget's worth of records. The budget holds only by shedding many of
+// them; it once stopped at any function costing under budget / 20 and left
+// such a thread (javac's main, for one) at several times its budget.
+TEST_P(Budget, AFlatProfileIsBroughtUnderTheBudgetBySheddingManyFunctions) {
+  if (Skip()) GTEST_SKIP() << "no clang pass in this build";
+  Recorded r = Record("budget_flat", {}, {"flat", "1.5"}, GetParam());
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const format::BudgetInfo& b = r.dump.budget;
+  ASSERT_GT(b.cost_ps, 0u);
+  symbolize::Symbolizer sym(r.dump);
+  size_t flat = 0;
+  for (const format::ShedInfo& f : b.shed) flat += sym.Name(f.key).rfind("int flat<", 0) == 0;
+  const std::string info = RunProgram({Cli(), "info", Dumps(r.dir + "/dumps")[0]}).out;
+  // No single function could bring it under: most of them must go.
+  EXPECT_GT(flat, 256u) << info;
+  // What the busiest thread still records, at the measured cost of a trace
+  // point, fits the budget (the shedding aims at two thirds of it).
+  const format::BudgetEstimate* busiest = nullptr;
+  for (const format::BudgetEstimate& t : b.threads) busiest = busiest == nullptr || t.tp_per_s > busiest->tp_per_s ? &t : busiest;
+  ASSERT_NE(busiest, nullptr) << info;
+  const double recorded_share = static_cast<double>(busiest->tp_per_s) * static_cast<double>(b.cost_ps) * 1e-12;
+  EXPECT_LE(recorded_share, 0.03) << info;
+}
+
 INSTANTIATE_TEST_SUITE_P(FrontEnds, Budget, ::testing::Values("budget", "budget-pass"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            return std::string(p.param) == "budget" ? std::string("hooks") : std::string("pass");

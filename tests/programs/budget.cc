@@ -7,9 +7,14 @@
 //   budget phases SECONDS      the same for SECONDS, then a calm phase: a few
 //                              calls of leaf every 10 ms for 6 s, long
 //                              enough for the budget to bring shed functions back
+//   budget flat SECONDS        a flat profile: spread -> each of kFlat functions
+//                              in turn, none of them more than 1/kFlat of the
+//                              calls, for SECONDS of its CPU time
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <utility>
 
 #include "ground_truth.h"
 
@@ -61,6 +66,36 @@ extern "C" GT_NOINLINE int outer(int x) {
   return s;
 }
 
+// The flat profile: kFlat functions of the same small work, called in turn.
+// Each costs the thread a share of its tracing far under a twentieth of a 3 %
+// budget, so only shedding many of them brings the thread under it.
+constexpr int kFlat = 512;
+
+template <int N>
+GT_NOINLINE int flat(int x) {
+  int s = x;
+  // Some 40 ns of work: a few times a trace point, so that tracing costs
+  // the thread about half its time and each function about 1/1000 of it.
+  for (int i = 0; i < 40; ++i) s = s * 7 + (s >> 3) + N;
+  return s;
+}
+
+// Calls flat<Base>, flat<Base + 1>, ... in turn (a fold: no table whose
+// accessors the hooks would trace too; clang folds at most 256).
+template <int Base, int... N>
+GT_NOINLINE int SpreadOver(int x, std::integer_sequence<int, N...>) {
+  int s = 0;
+  ((s += flat<Base + N>(x + N)), ...);
+  return s;
+}
+
+extern "C" GT_NOINLINE int spread(int x);
+extern "C" GT_NOINLINE int spread(int x) {
+  static_assert(kFlat == 512, "two folds of 256");
+  return SpreadOver<0>(x, std::make_integer_sequence<int, 256>{}) +
+         SpreadOver<256>(x, std::make_integer_sequence<int, 256>{});
+}
+
 namespace {
 
 GT_NOINST void WriteTruth(const char* path) {
@@ -86,6 +121,10 @@ GT_NOINST int main(int argc, char** argv) {
   const double seconds = atof(argv[2]);
   const double until = CpuSeconds() + seconds;
   int n = 0;
+  if (strcmp(argv[1], "flat") == 0) {
+    while (CpuSeconds() < until) g_sink = spread(n++);
+    return 0;
+  }
   while (CpuSeconds() < until) g_sink = outer(n++);
   if (strcmp(argv[1], "hot") == 0 && argc > 3) {
     WriteTruth(argv[3]);

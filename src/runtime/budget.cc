@@ -156,9 +156,11 @@ double TicksPerNs() {
 // What is shed now, for modules registering guards later (SetShedQuery):
 // an immutable snapshot, since the query runs under the guard registry's
 // lock, which Publish takes (through SetPassGuard) while holding b.mutex.
-// Snapshots are never freed (a query may be reading one); one is made per
-// change of the shed set, which backs off (BringBack) and is bounded by
-// kBudgetMaxShed.
+// The query runs only under that lock, so once Publish has swapped in a new
+// snapshot and taken the lock itself (SetShedQuery), no query can still hold
+// the old one: it is freed then. (Kept forever, they added up to megabytes an
+// hour on a program that changes phase, javac's thousands of shed methods a
+// few at a time.)
 std::atomic<const std::vector<uint64_t>*> g_shed_snapshot{nullptr};
 
 bool IsShedNow(uint64_t fn) {
@@ -172,8 +174,10 @@ bool IsShedNow(uint64_t fn) {
 // guard (sorted). Caller holds b.mutex.
 std::vector<uint64_t> Publish(const Budget& b, const std::vector<uint64_t>& before) {
   SetShedFilter(b.shed);
-  g_shed_snapshot.store(new std::vector<uint64_t>(b.shed), std::memory_order_release);
-  SetShedQuery(&IsShedNow);
+  const std::vector<uint64_t>* old =
+      g_shed_snapshot.exchange(new std::vector<uint64_t>(b.shed), std::memory_order_acq_rel);
+  SetShedQuery(&IsShedNow);  // takes the registry's lock: no query is reading `old` past this
+  delete old;
   std::vector<uint64_t> guarded;
   for (uint64_t k : b.shed) {
     if (!std::binary_search(before.begin(), before.end(), k) && SetPassGuard(k, true)) guarded.push_back(k);

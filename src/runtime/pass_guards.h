@@ -67,7 +67,9 @@ bool PassGuardRegistered(uint64_t fn);
 // thread with the registry's lock held: it must not call SetPassGuard and
 // must not wait for a lock its caller may hold while calling SetPassGuard
 // (reading an immutable snapshot of the shed set is the intended shape).
-// nullptr unsets it.
+// nullptr unsets it. SetShedQuery itself takes the registry's lock, so no
+// is_shed call that began before it is still running when it returns (the
+// budget frees its previous snapshot then).
 void SetShedQuery(bool (*is_shed)(uint64_t fn));
 
 }  // namespace lookback::rt

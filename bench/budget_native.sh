@@ -8,6 +8,9 @@
 #   pass, off        the same with LOOKBACK_BUDGET=off (every call recorded)
 #   hooks, budget    gcc -finstrument-functions with liblookback.so, default budget
 #   hooks, off       the same, every call recorded
+#   VARIANT,base     VARIANT with BASE_BUILD's liblookback.so preloaded in place
+#                    of this build's (an A/B of the runtime in one run; the
+#                    programs are the same binaries)
 # Prints, per program and variant, the median wall time and its ratio to
 # plain, and from the exit dump the budget's own estimate and the time the
 # busiest thread's ring holds.
@@ -48,11 +51,15 @@ for ((r = 1; r <= rounds; r++)); do
   for p in sqlite lua; do
     for v in "${variants[@]}"; do
       dir="$out/$p-$v-$r"
-      budget=3
-      [[ $v == *,off ]] && budget=off
+      budget=3 preload=
+      [[ $v == *,off || $v == *,off,base ]] && budget=off
+      if [[ $v == *,base ]]; then
+        [[ -r ${BASE_BUILD:-}/liblookback.so ]] || { echo "$v needs BASE_BUILD with a liblookback.so" >&2; exit 1; }
+        preload=$(cd "$BASE_BUILD" && pwd)/liblookback.so
+      fi
       # shellcheck disable=SC2046
       /usr/bin/time -f "%e" -o "$out/t" env LOOKBACK_DIR="$dir" LOOKBACK_DUMP_AT_EXIT=1 LOOKBACK_BUDGET="$budget" \
-        LOOKBACK_QUIET=1 "$(binary "$p" "$v")" $(args "$p") >/dev/null
+        ${preload:+LD_PRELOAD=$preload} LOOKBACK_QUIET=1 "$(binary "$p" "$v")" $(args "$p") >/dev/null
       wall[$p/$v]+="$(cat "$out/t") "
       e=- s=-
       if [[ $v != plain ]]; then

@@ -115,6 +115,7 @@ struct JvmEvent {
   bool traced;
   long pid;
   std::string program;
+  bool empty = false;  // traced, but no thread recorded a call (so no exit dump)
 };
 
 std::vector<JvmEvent> ReadJvmEvents(const std::string& path) {
@@ -128,6 +129,9 @@ std::vector<JvmEvent> ReadJvmEvents(const std::string& path) {
     if (sscanf(line, "%31s %ld %4199[^\n]", kind, &pid, program) != 3) continue;
     if (strcmp(kind, "jvm-started") == 0) out.push_back({true, pid, program});
     if (strcmp(kind, "jvm-untraced") == 0) out.push_back({false, pid, program});
+    if (strcmp(kind, "jvm-empty") == 0) {
+      for (JvmEvent& j : out) j.empty = j.empty || (j.traced && j.pid == pid);
+    }
   }
   fclose(f);
   return out;
@@ -244,6 +248,12 @@ Outcome Run(const RecordOptions& o) {
                 "that the command starts; load it with -agentpath:%s, or `lookback attach %ld` while it runs "
                 "(docs/jvm.md)\n",
                 j.pid, j.program.c_str(), agent.c_str(), j.pid);
+      } else if (!dumped && j.empty) {
+        fprintf(stderr,
+                "lookback: the JVM with pid %ld (%s) recorded no call, so it wrote no dump: none of its threads ran a "
+                "traced method (do --jvm-include/--jvm-exclude select the methods you meant, and --threads the "
+                "threads? docs/jvm.md)\n",
+                j.pid, j.program.c_str());
       } else if (!dumped && !o.no_exit_dump) {
         fprintf(stderr, "lookback: the JVM with pid %ld (%s) was traced but wrote no dump (it was killed, or crashed "
                         "before lookback could write one)\n", j.pid, j.program.c_str());

@@ -201,6 +201,22 @@ TEST(Launchers, ATracedJvmWithoutADumpIsNamedOnlyWhenADumpWasExpected) {
   EXPECT_EQ(killed.err.find("-finstrument-functions"), std::string::npos) << killed.err;
 }
 
+// A traced JVM none of whose threads recorded a call (method globs that
+// match nothing, a typo in a package name) writes no dump: record says why,
+// instead of "killed, or crashed".
+TEST(Launchers, ATracedJvmThatRecordedNoCallIsToldSoNotCalledCrashed) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-nothing-recorded");
+  const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--jvm-include", "com.nosuchcompany.*", "--",
+                                  LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "SpawnsJvm", "child"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Dumps(dir + "/dumps").empty());
+  EXPECT_NE(r.err.find("recorded no call, so it wrote no dump"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--jvm-include"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("crashed"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("-finstrument-functions"), std::string::npos) << r.err;
+}
+
 TEST(Launchers, ANativeProgramWithoutHooksStillGetsTheCompilerHint) {
   const std::string dir = FreshDir("no-hooks");
   const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", "/bin/true"});

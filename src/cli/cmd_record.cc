@@ -110,12 +110,16 @@ bool WantsCriticalNatives(const RecordOptions& o, const std::vector<std::string>
 // What the command's processes told us (LOOKBACK_RECORD_EVENTS): the JVM
 // agent when it starts, "jvm-started PID EXE" (frontends/jvm/agent.cc), and
 // the runtime at the exit of a JVM that never loaded it, "jvm-untraced PID
-// EXE" (runtime/runtime.cc).
+// EXE", of a JVM that had it but recorded no call, "jvm-empty PID EXE", and of
+// any instrumented process whose threads --threads all left out, "unselected
+// PID EXE" (runtime/runtime.cc, NoteAtExit).
 struct JvmEvent {
   bool traced;
   long pid;
   std::string program;
   bool empty = false;  // traced, but no thread recorded a call (so no exit dump)
+  bool unselected = false;  // instrumented, but --threads selected none of its threads
+  bool jvm = true;          // a JVM (else a native process that only said `unselected`)
 };
 
 std::vector<JvmEvent> ReadJvmEvents(const std::string& path) {
@@ -129,8 +133,16 @@ std::vector<JvmEvent> ReadJvmEvents(const std::string& path) {
     if (sscanf(line, "%31s %ld %4199[^\n]", kind, &pid, program) != 3) continue;
     if (strcmp(kind, "jvm-started") == 0) out.push_back({true, pid, program});
     if (strcmp(kind, "jvm-untraced") == 0) out.push_back({false, pid, program});
-    if (strcmp(kind, "jvm-empty") == 0) {
-      for (JvmEvent& j : out) j.empty = j.empty || (j.traced && j.pid == pid);
+    const bool unselected = strcmp(kind, "unselected") == 0;
+    if (unselected || strcmp(kind, "jvm-empty") == 0) {
+      bool known = false;
+      for (JvmEvent& j : out) {
+        if (!j.traced || j.pid != pid) continue;
+        known = j.empty = true;
+        j.unselected = j.unselected || unselected;
+      }
+      // A process other than a JVM has no jvm-started line before.
+      if (!known && unselected) out.push_back({true, pid, program, true, true, false});
     }
   }
   fclose(f);
@@ -248,6 +260,11 @@ Outcome Run(const RecordOptions& o) {
                 "that the command starts; load it with -agentpath:%s, or `lookback attach %ld` while it runs "
                 "(docs/jvm.md)\n",
                 j.pid, j.program.c_str(), agent.c_str(), j.pid);
+      } else if (!dumped && j.unselected) {
+        fprintf(stderr,
+                "lookback: %s with pid %ld (%s) recorded no call, so it wrote no dump: --threads selected none of "
+                "its threads\n",
+                j.jvm ? "the JVM" : "the program", j.pid, j.program.c_str());
       } else if (!dumped && j.empty) {
         fprintf(stderr,
                 "lookback: the JVM with pid %ld (%s) recorded no call, so it wrote no dump: none of its threads ran a "

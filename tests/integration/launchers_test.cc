@@ -217,6 +217,20 @@ TEST(Launchers, ATracedJvmThatRecordedNoCallIsToldSoNotCalledCrashed) {
   EXPECT_EQ(r.err.find("-finstrument-functions"), std::string::npos) << r.err;
 }
 
+// The same for a native program: it is instrumented, but --threads selected
+// none of its threads; the compiler flags are not to blame.
+TEST(Launchers, AProgramWhoseThreadsAreAllLeftOutByThreadsIsToldSo) {
+  const std::string dir = FreshDir("no-thread-selected");
+  const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--threads", "no-such-thread", "--",
+                                  Program("budget"), "hot", "0.05", dir + "/truth.txt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Dumps(dir + "/dumps").empty());
+  EXPECT_NE(r.err.find("recorded no call, so it wrote no dump: --threads selected none of its threads"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("-finstrument-functions"), std::string::npos) << r.err;
+}
+
 TEST(Launchers, ANativeProgramWithoutHooksStillGetsTheCompilerHint) {
   const std::string dir = FreshDir("no-hooks");
   const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", "/bin/true"});

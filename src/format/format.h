@@ -323,6 +323,9 @@ inline constexpr const char* kNotePrefix = "note.";
 // The overhead budget (runtime/budget.h). Text values, absent from dumps of
 // runtimes without a budget (readers take "off").
 inline constexpr const char* kBudget = "budget.percent";        // "3%", "2.5%" or "off"
+// The history the budget keeps in each busy thread's ring: "2s", "500ms" or
+// "off" (absent from older dumps: readers take "off").
+inline constexpr const char* kBudgetHistory = "budget.history";
 // "RECORDED FILTERED": a trace point's measured cost in picoseconds, recorded
 // and dropped by the filter (a shed function's call through the hooks).
 inline constexpr const char* kBudgetCostPs = "budget.cost_ps";

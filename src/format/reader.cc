@@ -156,6 +156,7 @@ std::optional<Error> ParseBudgetMetadata(const std::map<std::string, std::string
     return it == m.end() ? nullptr : &it->second;
   };
   if (const std::string* v = get(metadata::kBudget)) out->percent = *v;
+  if (const std::string* v = get(metadata::kBudgetHistory)) out->history = *v;
   uint64_t f[6];
   if (const std::string* v = get(metadata::kBudgetCostPs)) {
     if (!SplitFields(*v, 2, false, f)) return Error{"metadata " + std::string(metadata::kBudgetCostPs) + " is not two numbers: '" + *v + "'", 0};

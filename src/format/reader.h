@@ -71,6 +71,7 @@ struct BudgetEstimate {
 };
 struct BudgetInfo {
   std::string percent = "off";  // "3%", "off"; "off" for dumps of runtimes without a budget
+  std::string history = "off";  // "2s", "500ms", "off": the history it keeps in each busy ring
   uint64_t cost_ps = 0;           // one trace point's measured cost (0: not measured yet)
   uint64_t filtered_cost_ps = 0;  // a call the filter drops (the hook still runs)
   uint64_t pass_shed_cost_ps = 0;  // a shed function's trace point in pass-built code (0: not in the dump)

@@ -42,6 +42,10 @@ struct ThreadState {
   uint64_t filtered_per_s = 0;  // calls the filter dropped, per second of CPU time then
   bool seen = false;
   bool judged = false;       // estimate_bp and the rates are set
+  // It shed functions at its last judgement: the window after that began
+  // before the shed was published (the sample's scan takes milliseconds, at
+  // full price), so it is not judged but starts the next window.
+  bool rebase = false;
 };
 
 // BringBack marks what comes back with this until the publication's time is known.
@@ -265,6 +269,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
   if (!BudgetOn()) return 0;
   Budget& b = B();
   const double budget = R().config.budget_bp / 10000.0;
+  const uint64_t history_ns = R().config.history_ns;
   if (!b.measured) {
     // The JVM agent notes itself when it rewrites its first class (natives.cc).
     for (const auto& [k, v] : Notes()) b.managed = b.managed || k == "jvm";
@@ -323,6 +328,14 @@ uint64_t BudgetTick(uint64_t now_ns) {
       }
       const uint64_t dcpu = cpu - st.cpu_ns;
       if (dcpu < (st.judged ? kBudgetMinCpuNs : kBudgetFirstCpuNs)) continue;  // keep the baseline until there is enough to judge
+      if (st.rebase) {
+        st.rebase = false;
+        st.pos = pos;
+        st.filtered = filtered;
+        st.cpu_ns = cpu;
+        st.mono_ns = now_ns;
+        continue;
+      }
       const uint64_t dpos = pos - st.pos, dfiltered = filtered - st.filtered;
       // What the ring counted: its records and the filter's dropped calls.
       const double counted = static_cast<double>(dpos) * b.cost.recorded_ns + static_cast<double>(dfiltered) * b.cost.filtered_ns;
@@ -361,6 +374,20 @@ uint64_t BudgetTick(uint64_t now_ns) {
       // (3 s, doubling) even while they are hot, and on a loaded machine
       // within a second or two of CPU.
       worst = std::max(worst, estimate);
+      // History: a ring of C records holds H seconds of a thread that
+      // records at most C / H a second. Per second of its CPU time, which is
+      // at most one of wall time, so the ring holds at least H. Held to two
+      // thirds of that rate, as the budget to two thirds of itself; and a
+      // thread recording over a quarter of it is not calm, as one over a
+      // quarter of the budget is not.
+      double history_excess_ns = 0;
+      if (history_ns != 0) {
+        const double max_rate = static_cast<double>(r->mask + 1) * 1e9 / static_cast<double>(history_ns);
+        if (static_cast<double>(tp_per_s) > max_rate) {
+          history_excess_ns = (static_cast<double>(tp_per_s) - max_rate * 2 / 3) * b.cost.recorded_ns;
+        }
+        if (static_cast<double>(tp_per_s) > max_rate / 4) worst = std::max(worst, budget / 4);
+      }
       // Shedding works on what the thread records: the calls of functions
       // already shed still cost their hook call (or JNI call) whatever is
       // shed next, so shedding more to pay for them would only lose
@@ -371,13 +398,15 @@ uint64_t BudgetTick(uint64_t now_ns) {
       // than that time (a tight loop prices calls higher than code around
       // them pays), a share of "own work" would blow up the smallest.
       const double recorded = static_cast<double>(dpos) * b.cost.recorded_ns / static_cast<double>(dcpu);
-      if (estimate > budget && recorded > budget * 2 / 3) {
+      const bool over_budget = estimate > budget && recorded > budget * 2 / 3;
+      if (over_budget || history_excess_ns > 0) {
         const size_t before = b.shed.size();
         // Over the target, in ns per second of the thread's CPU time.
-        const double excess_ns = (recorded - budget * 2 / 3) * 1e9;
+        const double excess_ns = std::max(over_budget ? (recorded - budget * 2 / 3) * 1e9 : 0.0, history_excess_ns);
         ShedFrom(b, *r, r->tid, excess_ns, tp_per_s, own / static_cast<double>(dcpu), now_ns,
                  ticks_per_ns);
-        changed = changed || b.shed.size() != before;
+        st.rebase = b.shed.size() != before;
+        changed = changed || st.rebase;
       }
     }
     // Threads gone since: forget them.
@@ -447,6 +476,7 @@ std::vector<std::pair<std::string, std::string>> BudgetMetadata() {
   const uint32_t bp = R().config.budget_bp;
   m.emplace_back(format::metadata::kBudget, BudgetText(bp));
   if (bp == 0) return m;
+  m.emplace_back(format::metadata::kBudgetHistory, HistoryText(R().config.history_ns));
   Budget& b = B();
   std::lock_guard<std::mutex> lock(b.mutex);
   if (b.measured) {

@@ -159,6 +159,12 @@ std::string BudgetText(uint32_t bp) {
   return s + "%";
 }
 
+std::string HistoryText(uint64_t ns) {
+  if (ns == 0) return "off";
+  if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
+  return std::to_string(ns / 1'000'000) + "ms";
+}
+
 bool ParseDuration(const std::string& raw, uint64_t* ns) {
   std::string t = Trim(raw);
   uint64_t mult = 1000000;  // bare numbers are milliseconds
@@ -352,6 +358,16 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
     if (!ParseClock(v, &c.clock_group)) bad("LOOKBACK_CLOCK", v, "is not exact, fast or fast:N (N a power of two, 2 to 64); using exact");
   }
 
+  if (const char* v = getenv_fn("LOOKBACK_HISTORY"); v && *v) {
+    uint64_t ns = 0;
+    if (Trim(v) == "off") {
+      c.history_ns = 0;
+    } else if (!ParseDuration(v, &ns) || ns < 100'000'000 || ns > 3'600'000'000'000ull) {
+      bad("LOOKBACK_HISTORY", v, "is not off or a duration from 100ms to 1h (examples: 2s, 500ms); using off");
+    } else {
+      c.history_ns = ns;
+    }
+  }
   if (const char* v = getenv_fn("LOOKBACK_BUDGET"); v && *v) {
     if (!ParseBudget(v, &c.budget_bp)) {
       bad("LOOKBACK_BUDGET", v, "is not off or a percentage from 0.1 to 50 (examples: 3, 2.5%); using " + BudgetText(kDefaultBudgetBp));

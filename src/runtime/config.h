@@ -21,6 +21,11 @@ struct Watch {
 
 // The overhead budget's default, 3 % (docs/performance.md, "The overhead budget").
 inline constexpr uint32_t kDefaultBudgetBp = 300;
+// The history the budget keeps in each busy thread's ring: off by default.
+// Asked for (LOOKBACK_HISTORY=2s), it sheds until each busy ring holds that
+// long; on a small ring that can be every function a thread calls, so it is
+// the user's choice, not a default (docs/performance.md, "A history floor").
+inline constexpr uint64_t kDefaultHistoryNs = 0;
 
 struct Config {
   std::string dir = "lookback-dumps";      // LOOKBACK_DIR
@@ -45,6 +50,10 @@ struct Config {
   // LOOKBACK_BUDGET: the overhead budget in basis points (1/100 %) of each
   // thread's CPU time; 0 = off (every call recorded). budget.h.
   uint32_t budget_bp = kDefaultBudgetBp;
+  // LOOKBACK_HISTORY: with the budget on, also shed until each thread records
+  // at most what its ring holds for this long per second of its CPU time;
+  // 0 = off (the budget alone). budget.h.
+  uint64_t history_ns = kDefaultHistoryNs;
 
   // Triggers and their policy (docs/triggers.md).
   std::vector<Watch> stall;                // LOOKBACK_STALL: thread glob : no trace point for this long
@@ -90,7 +99,8 @@ bool ParseClock(const std::string& text, uint32_t* group);
 // "off" or "0" -> 0; "3", "3%", "2.5%" -> basis points (0.1 % to 50 %).
 bool ParseBudget(const std::string& text, uint32_t* basis_points);
 // 300 -> "3%", 250 -> "2.5%", 0 -> "off".
-std::string BudgetText(uint32_t basis_points);  // "exact" -> 1, "fast" -> 8, "fast:16" -> 16
+std::string BudgetText(uint32_t basis_points);
+std::string HistoryText(uint64_t ns);  // "2s", "500ms", "off" (0)  // "exact" -> 1, "fast" -> 8, "fast:16" -> 16
 // "PATTERN:DURATION[,PATTERN:DURATION...]"; the duration follows the last colon.
 bool ParseWatches(const std::string& text, std::vector<Watch>* out, std::string* why);
 // The variables lookback reads, for `lookback record` and config files.

@@ -230,6 +230,49 @@ TEST_P(Budget, AFlatProfileIsBroughtUnderTheBudgetBySheddingManyFunctions) {
   EXPECT_LE(recorded_share, 0.03) << info;
 }
 
+// The history floor: a thread whose records fit the budget but would fill its
+// ring in a fraction of a second sheds until the ring holds the history asked.
+// At a budget of 50 %, the hot program still records about a million trace
+// points a second once its leaf is shed, and a 4 MiB ring (524,288 records)
+// holds a fraction of a second; with 2 s of history asked, mid goes too and
+// outer's calls alone fill the ring for the rest of the run.
+// The time a ring covers is read from the dump itself.
+TEST_P(Budget, ABusyThreadsRingIsMadeToHoldTheHistoryAsked) {
+  // Through the pass a shed call costs a third of a nanosecond, so once leaf
+  // and mid are gone outer runs so often that it must go too, and the ring
+  // holds nothing new: the hooks' program shows the floor keeping a caller.
+  if (std::string(GetParam()) != "budget") GTEST_SKIP() << "the hooks' program only";
+  auto span_s = [](const format::Dump& d) {
+    const model::ClockModel clock(d.clock);
+    double longest = 0;
+    for (const auto& t : d.threads) {
+      int64_t first = -1, last = -1;
+      model::DecodeThread(d, t, [&](const model::Event& e) {
+        if (e.kind != model::EventKind::kEnter && e.kind != model::EventKind::kExit) return;
+        const int64_t ns = clock.MonotonicNs(e.tsc);
+        if (first < 0) first = ns;
+        last = ns;
+      });
+      if (first >= 0) longest = std::max(longest, static_cast<double>(last - first) / 1e9);
+    }
+    return longest;
+  };
+  Recorded off = Record("budget_history_off", {"--budget", "50", "--buffer-size", "4M"},
+                        {"hot", "2.5", "truth.txt"}, GetParam());
+  ASSERT_EQ(off.run.exit_code, 0) << off.run.err;
+  EXPECT_EQ(off.dump.budget.history, "off");
+  const double off_span = span_s(off.dump);
+  Recorded on = Record("budget_history", {"--budget", "50", "--history", "2s", "--buffer-size", "4M"},
+                       {"hot", "2.5", "truth.txt"}, GetParam());
+  ASSERT_EQ(on.run.exit_code, 0) << on.run.err;
+  EXPECT_EQ(on.dump.budget.history, "2s");
+  const std::string info = RunProgram({Cli(), "info", Dumps(on.dir + "/dumps")[0]}).out;
+  EXPECT_FALSE(on.dump.budget.shed.empty()) << info;
+  EXPECT_GT(span_s(on.dump), 1.5) << info;
+  EXPECT_LT(off_span, span_s(on.dump) / 2) << RunProgram({Cli(), "info", Dumps(off.dir + "/dumps")[0]}).out;
+  EXPECT_NE(info.find("and a ring of at least 2s of each thread's history"), std::string::npos) << info;
+}
+
 INSTANTIATE_TEST_SUITE_P(FrontEnds, Budget, ::testing::Values("budget", "budget-pass"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            return std::string(p.param) == "budget" ? std::string("hooks") : std::string("pass");

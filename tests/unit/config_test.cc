@@ -138,6 +138,24 @@ TEST(Config, TheBudgetIsAPercentageOrOffAndDefaultsToThreePercent) {
   EXPECT_EQ(c.budget_bp, 300u);
 }
 
+TEST(Config, TheHistoryFloorIsADurationOrOffAndDefaultsToOff) {
+  std::vector<ConfigProblem> problems;
+  EXPECT_EQ(Parse({}, &problems).history_ns, 0u);
+  EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", "2s"}}, &problems).history_ns, 2000000000u);
+  EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", "500ms"}}, &problems).history_ns, 500000000u);
+  EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", "off"}}, &problems).history_ns, 0u);
+  EXPECT_TRUE(problems.empty());
+  EXPECT_EQ(HistoryText(2000000000u), "2s");
+  EXPECT_EQ(HistoryText(500000000u), "500ms");
+  EXPECT_EQ(HistoryText(0), "off");
+  for (const char* bad : {"forever", "10ms", "2h", "-1s"}) {
+    problems.clear();
+    EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", bad}}, &problems).history_ns, 0u) << bad;
+    ASSERT_EQ(problems.size(), 1u) << bad;
+    EXPECT_NE(problems[0].message.find("is not off or a duration from 100ms to 1h"), std::string::npos) << bad;
+  }
+}
+
 TEST(Config, ParsesDurationsWithUnitsAndBareMilliseconds) {
   uint64_t ns = 0;
   EXPECT_TRUE(ParseDuration("100ms", &ns));

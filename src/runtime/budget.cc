@@ -46,6 +46,14 @@ struct ThreadState {
   // before the shed was published (the sample's scan takes milliseconds, at
   // full price), so it is not judged but starts the next window.
   bool rebase = false;
+
+  // The next window starts here.
+  void StartWindow(uint64_t at_pos, uint64_t at_filtered, uint64_t at_cpu_ns, uint64_t at_mono_ns) {
+    pos = at_pos;
+    filtered = at_filtered;
+    cpu_ns = at_cpu_ns;
+    mono_ns = at_mono_ns;
+  }
 };
 
 // BringBack marks what comes back with this until the publication's time is known.
@@ -319,10 +327,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
         st = ThreadState{};
         st.ring = r;
         st.start_tsc = r->start_tsc;
-        st.pos = pos;
-        st.filtered = filtered;
-        st.cpu_ns = cpu;
-        st.mono_ns = now_ns;
+        st.StartWindow(pos, filtered, cpu, now_ns);
         st.seen = true;
         continue;
       }
@@ -330,10 +335,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
       if (dcpu < (st.judged ? kBudgetMinCpuNs : kBudgetFirstCpuNs)) continue;  // keep the baseline until there is enough to judge
       if (st.rebase) {
         st.rebase = false;
-        st.pos = pos;
-        st.filtered = filtered;
-        st.cpu_ns = cpu;
-        st.mono_ns = now_ns;
+        st.StartWindow(pos, filtered, cpu, now_ns);
         continue;
       }
       const uint64_t dpos = pos - st.pos, dfiltered = filtered - st.filtered;
@@ -357,11 +359,8 @@ uint64_t BudgetTick(uint64_t now_ns) {
       const double estimate = cost / own;
       const double per_cpu_s = 1e9 / static_cast<double>(dcpu);
       const uint64_t tp_per_s = static_cast<uint64_t>(static_cast<double>(dpos) * per_cpu_s);
-      st.filtered = filtered;
       st.filtered_per_s = static_cast<uint64_t>(static_cast<double>(dfiltered) * per_cpu_s);
-      st.pos = pos;
-      st.cpu_ns = cpu;
-      st.mono_ns = now_ns;
+      st.StartWindow(pos, filtered, cpu, now_ns);
       st.estimate_bp = static_cast<uint32_t>(std::min(estimate * 10000, 1e9));
       st.tp_per_s = tp_per_s;
       st.judged = true;

@@ -26,7 +26,15 @@
 // function is filtered where its trace points run: the compiler hooks and
 // lb_enter/lb_exit look it up in the run-time filter table (exclude.h), code
 // built with the clang pass tests the function's own guard byte
-// (pass_guards.h), which also keeps nesting exact.
+// (pass_guards.h), which also keeps nesting exact. Only a function with too
+// few records in the sample to judge is spared; there is no floor of cost, so
+// a flat profile sheds many functions. A thread that shed is not judged on
+// its next window, which began before the shed was published.
+//
+// History (LOOKBACK_HISTORY, off by default). Also sheds, the same way, until
+// the thread records at most its ring's capacity over that duration per
+// second of its CPU time (two thirds of it as the target), so the ring holds
+// at least that long.
 //
 // Re-evaluate. Once no thread's estimate has been over a quarter of the
 // budget for kBudgetCalmNs (doubled after each return, up to 32 times), the

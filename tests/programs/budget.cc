@@ -71,20 +71,21 @@ extern "C" GT_NOINLINE int outer(int x) {
 // budget, so only shedding many of them brings the thread under it.
 constexpr int kFlat = 512;
 
+// Unsigned: the arithmetic wraps, which signed overflow must not (UBSan).
 template <int N>
-GT_NOINLINE int flat(int x) {
-  int s = x;
+GT_NOINLINE unsigned flat(unsigned x) {
+  unsigned s = x;
   // Some 40 ns of work: a few times a trace point, so that tracing costs
   // the thread about half its time and each function about 1/1000 of it.
-  for (int i = 0; i < 40; ++i) s = s * 7 + (s >> 3) + N;
+  for (int i = 0; i < 40; ++i) s = s * 7u + (s >> 3) + N;
   return s;
 }
 
 // Calls flat<Base>, flat<Base + 1>, ... in turn (a fold: no table whose
 // accessors the hooks would trace too; clang folds at most 256).
 template <int Base, int... N>
-GT_NOINLINE int SpreadOver(int x, std::integer_sequence<int, N...>) {
-  int s = 0;
+GT_NOINLINE unsigned SpreadOver(unsigned x, std::integer_sequence<int, N...>) {
+  unsigned s = 0;
   ((s += flat<Base + N>(x + N)), ...);
   return s;
 }
@@ -92,8 +93,9 @@ GT_NOINLINE int SpreadOver(int x, std::integer_sequence<int, N...>) {
 extern "C" GT_NOINLINE int spread(int x);
 extern "C" GT_NOINLINE int spread(int x) {
   static_assert(kFlat == 512, "two folds of 256");
-  return SpreadOver<0>(x, std::make_integer_sequence<int, 256>{}) +
-         SpreadOver<256>(x, std::make_integer_sequence<int, 256>{});
+  const unsigned s = SpreadOver<0>(static_cast<unsigned>(x), std::make_integer_sequence<int, 256>{}) +
+                     SpreadOver<256>(static_cast<unsigned>(x), std::make_integer_sequence<int, 256>{});
+  return static_cast<int>(s & 0x7fffffffu);
 }
 
 namespace {

@@ -242,6 +242,10 @@ TEST_P(Budget, ABusyThreadsRingIsMadeToHoldTheHistoryAsked) {
   // and mid are gone outer runs so often that it must go too, and the ring
   // holds nothing new: the hooks' program shows the floor keeping a caller.
   if (std::string(GetParam()) != "budget") GTEST_SKIP() << "the hooks' program only";
+  // In the sanitized Debug build a trace point costs 120 ns, not 20, and the
+  // program's calls slow differently: there the budget of 50 % alone sheds
+  // mid and outer too (CI saw it), so the comparison below has no subject.
+  if (LOOKBACK_TEST_SANITIZED) GTEST_SKIP() << "the budget's arithmetic differs in the sanitized build";
   auto span_s = [](const format::Dump& d) {
     const model::ClockModel clock(d.clock);
     double longest = 0;

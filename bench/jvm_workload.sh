@@ -20,6 +20,8 @@
 #   fast           inline mode with --clock fast
 #   fastoff        --clock fast --budget off: every probed method recorded (issue 24's measure)
 #   fastnative     the same with --jvm-writes native (every record through the natives)
+#   idle           default settings with LOOKBACK_ENABLED=0: the probes compiled in, no
+#                  thread traced (what the probes' presence alone costs)
 #   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
 #   MODE-base      MODE with the lookback of BASE_BUILD (another build, for an A/B in one run)
 # Prints the median wall time and peak RSS per mode, trace points per second
@@ -73,7 +75,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
   fi
   rm -rf "$work/out" "$dir"
   mkdir -p "$work/out"
-  local t="$work/time.txt" flags=()
+  local t="$work/time.txt" flags=() envs=()
   case $mode in
     plain | nocds)
       [[ $mode == nocds ]] && flags=(-Xshare:off)
@@ -86,9 +88,10 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
         fast) flags=(--clock fast) ;;
         fastoff) flags=(--clock fast --budget off --jvm-writes java) ;;
         fastnative) flags=(--clock fast --budget off --jvm-writes native) ;;
+        idle) envs=(LOOKBACK_ENABLED=0) ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
       esac
-      /usr/bin/time -f "%e %M" -o "$t" "$tool" record -q --dir "$dir" "${flags[@]}" -- java "${main[@]}" \
+      env "${envs[@]}" /usr/bin/time -f "%e %M" -o "$t" "$tool" record -q --dir "$dir" "${flags[@]}" -- java "${main[@]}" \
         >/dev/null 2>&1 ;;
   esac
   local records=0 bytes=0 estimate=- span=-

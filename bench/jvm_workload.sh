@@ -20,6 +20,8 @@
 #   fast           inline mode with --clock fast
 #   fastoff        --clock fast --budget off: every probed method recorded (issue 24's measure)
 #   fastnative     the same with --jvm-writes native (every record through the natives)
+#   sync           default settings with --jvm-startup sync: the JDK's start-up classes
+#                  retransformed with probes before main (the default before 2026-11-27)
 #   idle           default settings with LOOKBACK_ENABLED=0: the probes compiled in, no
 #                  thread traced (what the probes' presence alone costs)
 #   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
@@ -89,6 +91,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
         fastoff) flags=(--clock fast --budget off --jvm-writes java) ;;
         fastnative) flags=(--clock fast --budget off --jvm-writes native) ;;
         idle) envs=(LOOKBACK_ENABLED=0) ;;
+        sync) flags=(--jvm-startup sync) ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
       esac
       env "${envs[@]}" /usr/bin/time -f "%e %M" -o "$t" "$tool" record -q --dir "$dir" "${flags[@]}" -- java "${main[@]}" \

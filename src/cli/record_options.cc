@@ -197,10 +197,11 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
                 "For a JVM: also probe the tiny methods C2 always inlines (<= 35 bytecode bytes, no calls, no loops), "
                 "left out by default (agent option inlined=probe); docs/jvm.md");
   sub->add_option("--jvm-startup", o->jvm_startup,
-                  "For a JVM: sync (default: the classes loaded before main get their probes before main starts) or "
-                  "async (on an agent thread while main runs: about 0.1 s less start-up, their first calls untraced; "
-                  "agent option startup=); docs/jvm.md")
-      ->check(CLI::IsMember({"sync", "async"}))
+                  "For a JVM: what becomes of the ~260 JDK classes loaded before tracing starts (String, HashMap, ...): "
+                  "skip (default: they keep their code and are not traced), sync (they get probes before main starts: "
+                  "about 0.1 s more start-up) or async (on an agent thread while main runs, their first calls "
+                  "untraced); agent option startup=; docs/jvm.md")
+      ->check(CLI::IsMember({"skip", "sync", "async"}))
       ->capture_default_str();
   sub->add_option("--jvm-cache", o->jvm_cache,
                   "For a JVM: the directory of the cache of rewritten classes, or off (agent option cache=; default "

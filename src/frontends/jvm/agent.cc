@@ -81,13 +81,19 @@ namespace {
 
 enum class Mode { kInline, kListener };
 
+// What becomes of the classes loaded before the probe class exists (about
+// 260 of java.base's for an empty main; docs/jvm.md, "Start-up").
+enum class Startup {
+  kSkip,   // skip (default): they keep their code and are not traced
+  kSync,   // sync: retransformed with probes before main starts
+  kAsync,  // async: retransformed with probes on an agent thread while main runs
+};
+
 struct Options {
   Mode mode = Mode::kInline;
   std::vector<std::string> include, exclude;  // globs over "pkg.Class.method"
   bool probe_inlined = false;  // inlined=probe: probes in methods C2 always inlines too (AlwaysInlined)
-  // startup=sync (default): the classes loaded before VMInit get their
-  // probes before main starts; startup=async: on an agent thread while main runs.
-  bool startup_sync = true;
+  Startup startup = Startup::kSkip;  // startup=skip|sync|async
   // writes=java (default): LookbackProbe writes a fast-clock ring's untimed
   // records itself; writes=native: every record through the natives.
   bool java_writes = true;
@@ -138,7 +144,15 @@ Options ParseOptions(const char* text) {
     } else if (key == "inlined") {
       either("probe", "skip", &o.probe_inlined);
     } else if (key == "startup") {
-      either("sync", "async", &o.startup_sync);
+      if (value == "skip") {
+        o.startup = Startup::kSkip;
+      } else if (value == "sync") {
+        o.startup = Startup::kSync;
+      } else if (value == "async") {
+        o.startup = Startup::kAsync;
+      } else {
+        o.error = "startup must be skip, sync or async, not '" + value + "'";
+      }
     } else if (key == "writes") {
       either("java", "native", &o.java_writes);
     } else if (key == "cache") {
@@ -446,15 +460,47 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
 // after the probe class exists (rewrite them), and at detach (the hook then
 // changes nothing, so each class is back to its original bytes). Returns
 // how many were retransformed.
-size_t RetransformLoadedClasses(jvmtiEnv* jvmti) {
+std::vector<jclass> ModifiableClasses(jvmtiEnv* jvmti) {
   jint count = 0;
   jclass* classes = nullptr;
-  if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return 0;
-  std::vector<jclass> todo;
+  std::vector<jclass> out;
+  if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return out;
   for (jint i = 0; i < count; ++i) {
     jboolean modifiable = JNI_FALSE;
-    if (jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) todo.push_back(classes[i]);
+    if (jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) out.push_back(classes[i]);
   }
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
+  return out;
+}
+
+// Whether --jvm-include/--jvm-exclude select a method of a loaded class (its
+// declared methods, by the names the hook matches: "pkg.Class.method").
+bool HasSelectedMethod(jvmtiEnv* jvmti, jclass c) {
+  char* signature = nullptr;
+  if (jvmti->GetClassSignature(c, &signature, nullptr) != JVMTI_ERROR_NONE || signature == nullptr) return false;
+  std::string name(signature);
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(signature));
+  if (name.size() < 3 || name.front() != 'L' || name.back() != ';') return false;
+  name = name.substr(1, name.size() - 2);
+  for (char& ch : name) {
+    if (ch == '/') ch = '.';
+  }
+  jint count = 0;
+  jmethodID* methods = nullptr;
+  if (jvmti->GetClassMethods(c, &count, &methods) != JVMTI_ERROR_NONE) return false;
+  bool selected = false;
+  for (jint i = 0; i < count && !selected; ++i) {
+    char* method = nullptr;
+    if (jvmti->GetMethodName(methods[i], &method, nullptr, nullptr) != JVMTI_ERROR_NONE || method == nullptr) continue;
+    selected = Selected(name + "." + method);
+    jvmti->Deallocate(reinterpret_cast<unsigned char*>(method));
+  }
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(methods));
+  return selected;
+}
+
+size_t RetransformLoadedClasses(jvmtiEnv* jvmti) {
+  std::vector<jclass> todo = ModifiableClasses(jvmti);
   // All at once (one safepoint and one deoptimisation pass, not one per
   // class); if the VM refuses one (rare), one at a time, so that it does
   // not stop the others.
@@ -469,7 +515,6 @@ size_t RetransformLoadedClasses(jvmtiEnv* jvmti) {
       }
     }
   }
-  jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
   return done;
 }
 
@@ -577,15 +622,20 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   jni->SetStaticBooleanField(probe, on, TracingOffAtStart() ? JNI_FALSE : JNI_TRUE);
   g_probe_ready.store(true, std::memory_order_release);
 
-  // The classes loaded before the probe existed (about 260 for an empty
-  // main, 80-130 ms of retransforming: most of a traced JVM's start-up).
-  // With startup=async on an agent thread, so that main starts at once and
-  // they get their probes meanwhile, as `lookback attach` gives a running
+  // The classes loaded before the probe existed: java.base's start-up
+  // classes, about 260 for an empty main (String, HashMap, ArrayList, ...).
+  // Retransforming them took 80-130 ms, most of a traced JVM's start-up, and
+  // their methods are the ones the JIT inlines most and the budget sheds
+  // first, so their probes cost the most compiled code for the least
+  // information. By default (startup=skip) they keep their code and are not
+  // traced. startup=sync gives them probes before main starts; startup=async
+  // on an agent thread while main runs, as `lookback attach` gives a running
   // JVM its probes (their first calls, and a short program's housekeeping
-  // threads, then go untraced: hence not the default); java.lang.Thread first,
-  // at once, for its rename hook (START_TRACING and thread names must work
-  // from main's first line).
-  if (g_options.startup_sync || g_live) {
+  // threads, then go untraced). java.lang.Thread is retransformed at once
+  // whatever the choice, for its rename hook (START_TRACING and thread names
+  // must work from main's first line). An attached agent (g_live) has every
+  // class to retransform.
+  if (g_options.startup == Startup::kSync || g_live) {
     RetransformLoadedClasses(jvmti);
     return true;
   }
@@ -593,6 +643,30 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     if (jvmti->RetransformClasses(1, &thread) != JVMTI_ERROR_NONE) g_stats.retransform_failed.fetch_add(1);
   } else {
     jni->ExceptionClear();
+  }
+  if (g_options.startup == Startup::kSkip) {
+    // Except what --jvm-include names: a user who asks for java.util.* wants
+    // HashMap too, start-up class or not. Those few are retransformed now.
+    uint64_t kept = 0;
+    std::vector<jclass> named;
+    jclass thread = jni->FindClass("java/lang/Thread");
+    if (thread == nullptr) jni->ExceptionClear();
+    for (jclass c : ModifiableClasses(jvmti)) {
+      if (jni->IsSameObject(c, thread) || jni->IsSameObject(c, g_probe_class)) continue;
+      if (!g_options.include.empty() && HasSelectedMethod(jvmti, c)) {
+        named.push_back(c);
+      } else {
+        ++kept;
+      }
+    }
+    if (!named.empty() &&
+        jvmti->RetransformClasses(static_cast<jint>(named.size()), named.data()) != JVMTI_ERROR_NONE) {
+      for (jclass c : named) {
+        if (jvmti->RetransformClasses(1, &c) != JVMTI_ERROR_NONE) g_stats.retransform_failed.fetch_add(1);
+      }
+    }
+    g_stats.startup_skipped.store(kept);
+    return true;
   }
   if (!StartAgentThread(jvmti, jni, "lookback-startup", &StartupRetransformThread, JVMTI_THREAD_NORM_PRIORITY)) {
     RetransformLoadedClasses(jvmti);
@@ -676,11 +750,16 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
     const uint64_t seen = g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load() - seen0;
     // The rest of the time is HotSpot's: the classes' original bytes read
     // again, the rewritten ones parsed and swapped in (RetransformClasses).
-    g_runtime.set_note("jvm-start", ("tracing started in " + std::to_string((NowNs() - t0) / 1000000) + " ms, " +
-                                     std::to_string(seen) + " loaded classes retransformed (" +
-                                     std::to_string((g_stats.hook_ns.load() - hook0) / 1000000) +
-                                     " ms of it in the class hook, parsing and rewriting)")
-                                        .c_str());
+    std::string note = "tracing started in " + std::to_string((NowNs() - t0) / 1000000) + " ms, " +
+                       std::to_string(seen) + " loaded classes retransformed (" +
+                       std::to_string((g_stats.hook_ns.load() - hook0) / 1000000) +
+                       " ms of it in the class hook, parsing and rewriting)";
+    if (const uint64_t skipped = g_stats.startup_skipped.load(); skipped != 0) {
+      note += "; the " + std::to_string(skipped) +
+              " classes loaded before tracing started keep their code and are not traced "
+              "(startup=skip; --jvm-startup sync traces them)";
+    }
+    g_runtime.set_note("jvm-start", note.c_str());
   }
 }
 

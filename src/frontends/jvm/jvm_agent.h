@@ -160,6 +160,9 @@ struct AgentStats {
   // Time in the class hook (parsing, rewriting, copying out): where a traced
   // JVM's start-up goes, next to what HotSpot does with the bytes.
   std::atomic<uint64_t> hook_ns{0};
+  // startup=skip: the classes loaded before the probe class that keep their
+  // code (all but java.lang.Thread).
+  std::atomic<uint64_t> startup_skipped{0};
   std::atomic<uint64_t> guarded_methods{0};       // methods given a guard byte (RegisterGuards)
   std::atomic<uint64_t> java_writing_threads{0};  // threads bound to their fast-clock ring (BindJavaRing)
   std::atomic<bool> java_writes{false};  // LookbackProbe writes untimed records itself (writes=java and the runtime allows it)

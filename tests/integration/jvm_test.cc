@@ -175,7 +175,8 @@ TEST(JvmStartup, AsyncStartupTracesTheProgramsOwnCallsExactly) {
 // retransform at start-up. The program's own classes load later and are
 // traced exactly from their first call; the dump's note counts the classes
 // left as they were. --jvm-startup sync gives them probes, so that their
-// methods are recorded again.
+// methods are recorded again, and so do --jvm-include and --slow-call for
+// the classes whose methods they name.
 TEST(JvmStartup, ByDefaultTheJdksStartUpClassesKeepTheirCodeAndTheProgramIsTracedExactly) {
   REQUIRE_JVM();
   const JvmRun run = RecordCallTree("jvm-startup-skip", "inline", 2, 200, {"--budget", "off"});
@@ -210,6 +211,11 @@ TEST(JvmStartup, ByDefaultTheJdksStartUpClassesKeepTheirCodeAndTheProgramIsTrace
                                        "java.lang.String.*"});
   ExpectSameCalls(named, 2);
   EXPECT_GT(string_methods(named.dump), 0u);
+  // So is one that a --slow-call glob watches.
+  const JvmRun watched = RecordCallTree("jvm-startup-watched", "inline", 2, 200,
+                                        {"--budget", "off", "--slow-call", "java.lang.String.*:10s"});
+  ExpectSameCalls(watched, 2);
+  EXPECT_GT(string_methods(watched.dump), 0u);
 }
 
 // The cache of rewritten classes (docs/jvm.md, "The class cache"): a second

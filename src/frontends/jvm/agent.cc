@@ -50,6 +50,7 @@
 #include "frontends/jvm/method_names.h"
 #include "frontends/jvm/probe_class.h"
 #include "frontends/jvm/rewriter.h"
+#include "runtime/config.h"
 
 namespace lookback::jvm {
 
@@ -473,9 +474,10 @@ std::vector<jclass> ModifiableClasses(jvmtiEnv* jvmti) {
   return out;
 }
 
-// Whether --jvm-include/--jvm-exclude select a method of a loaded class (its
-// declared methods, by the names the hook matches: "pkg.Class.method").
-bool HasSelectedMethod(jvmtiEnv* jvmti, jclass c) {
+// Whether a loaded class has a method (of those it declares, by the name the
+// hook matches: "pkg.Class.method") that --jvm-exclude leaves and that
+// --jvm-include or a --slow-call glob names (`globs`).
+bool HasNamedMethod(jvmtiEnv* jvmti, jclass c, const std::vector<std::string>& globs) {
   char* signature = nullptr;
   if (jvmti->GetClassSignature(c, &signature, nullptr) != JVMTI_ERROR_NONE || signature == nullptr) return false;
   std::string name(signature);
@@ -492,7 +494,10 @@ bool HasSelectedMethod(jvmtiEnv* jvmti, jclass c) {
   for (jint i = 0; i < count && !selected; ++i) {
     char* method = nullptr;
     if (jvmti->GetMethodName(methods[i], &method, nullptr, nullptr) != JVMTI_ERROR_NONE || method == nullptr) continue;
-    selected = Selected(name + "." + method);
+    const std::string java_method = name + "." + method;
+    if (Selected(java_method)) {
+      for (const std::string& g : globs) selected = selected || fnmatch(g.c_str(), java_method.c_str(), 0) == 0;
+    }
     jvmti->Deallocate(reinterpret_cast<unsigned char*>(method));
   }
   jvmti->Deallocate(reinterpret_cast<unsigned char*>(methods));
@@ -645,15 +650,25 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     jni->ExceptionClear();
   }
   if (g_options.startup == Startup::kSkip) {
-    // Except what --jvm-include names: a user who asks for java.util.* wants
-    // HashMap too, start-up class or not. Those few are retransformed now.
+    // Except what the user names: --jvm-include java.util.* means HashMap
+    // too, start-up class or not, and a --slow-call glob must see the calls
+    // it watches (the budget never sheds them either). Those few are
+    // retransformed now.
+    std::vector<std::string> globs = g_options.include;
+    if (const char* v = getenv("LOOKBACK_SLOW_CALL"); v != nullptr && *v != '\0') {
+      std::vector<rt::Watch> watches;
+      std::string why;
+      if (rt::ParseWatches(v, &watches, &why)) {
+        for (const rt::Watch& w : watches) globs.push_back(w.pattern);
+      }
+    }
     uint64_t kept = 0;
     std::vector<jclass> named;
     jclass thread = jni->FindClass("java/lang/Thread");
     if (thread == nullptr) jni->ExceptionClear();
     for (jclass c : ModifiableClasses(jvmti)) {
       if (jni->IsSameObject(c, thread) || jni->IsSameObject(c, g_probe_class)) continue;
-      if (!g_options.include.empty() && HasSelectedMethod(jvmti, c)) {
+      if (!globs.empty() && HasNamedMethod(jvmti, c, globs)) {
         named.push_back(c);
       } else {
         ++kept;

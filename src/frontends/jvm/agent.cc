@@ -457,10 +457,7 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
   *new_data = out;
 }
 
-// Hands every loaded class that may change to the ClassFileLoadHook again:
-// after the probe class exists (rewrite them), and at detach (the hook then
-// changes nothing, so each class is back to its original bytes). Returns
-// how many were retransformed.
+// The loaded classes that RetransformClasses may change.
 std::vector<jclass> ModifiableClasses(jvmtiEnv* jvmti) {
   jint count = 0;
   jclass* classes = nullptr;
@@ -504,6 +501,10 @@ bool HasNamedMethod(jvmtiEnv* jvmti, jclass c, const std::vector<std::string>& g
   return selected;
 }
 
+// Hands every loaded class that may change to the ClassFileLoadHook again:
+// after the probe class exists (rewrite them), and at detach (the hook then
+// changes nothing, so each class is back to its original bytes). Returns
+// how many were retransformed.
 size_t RetransformLoadedClasses(jvmtiEnv* jvmti) {
   std::vector<jclass> todo = ModifiableClasses(jvmti);
   // All at once (one safepoint and one deoptimisation pass, not one per

@@ -341,6 +341,7 @@ struct ThreadDump {
   uint64_t* records = nullptr; // the copy (in the image)
   uint64_t count = 0;
   uint64_t lost = 0;           // records overwritten before the copy
+  bool unpopulated = false;    // its room could not be faulted in: nothing copied (PopulateBatch)
   uint64_t snap_tsc = 0;
   std::vector<uint64_t> samples, states;  // sized for a whole copy before the snapshot
   uint64_t samples_lost = 0;
@@ -730,24 +731,26 @@ size_t DumpWriter::BatchEnd(size_t b) const {
   return e;
 }
 
-// Snapshot: copies only, nothing else while the writers may overwrite.
-// Each copy goes to the end of its thread's room, after the space its
-// section headers will take.
 // Before the copy, out of the loss window: each thread's room faulted in as
 // far as its ring holds records now, and a little more for what it writes
-// meanwhile (a page fault past that is slower, not wrong).
+// meanwhile (a page fault past that is slower, not wrong). A room the kernel
+// cannot fault in (no memory) is not copied into: that thread's records are
+// left out of the dump rather than risk the process on a fault.
 void DumpWriter::PopulateBatch(size_t b, size_t e) {
   constexpr uint64_t kSlack = 64 * 1024;
   char* room = image + lead;
   for (size_t i = b; i < e; ++i) {
-    const ThreadDump& t = threads[i];
+    ThreadDump& t = threads[i];
     const Ring& r = *t.ring;
     const uint64_t held = std::min<uint64_t>(__atomic_load_n(&r.pos, __ATOMIC_ACQUIRE), r.capacity) * 8;
-    PopulateImage(room, std::min(t.room, ThreadHeadRoom(t.name) + held + kSlack));
+    t.unpopulated = !PopulateImage(room, std::min(t.room, ThreadHeadRoom(t.name) + held + kSlack));
     room += t.room;
   }
 }
 
+// Snapshot: copies only, nothing else while the writers may overwrite.
+// Each copy goes to the end of its thread's room, after the space its
+// section headers will take.
 void DumpWriter::SnapshotBatch(size_t b, size_t e) {
   char* room = image + lead;
   for (size_t i = b; i < e; ++i) {
@@ -755,7 +758,12 @@ void DumpWriter::SnapshotBatch(size_t b, size_t e) {
     const Ring& r = *t.ring;
     t.exited = r.state.load(std::memory_order_acquire) == kRingExited;
     auto* dst = reinterpret_cast<uint64_t*>(room + ThreadHeadRoom(t.name));
-    const RingWindow w = SnapshotRingInto(r, dst);
+    RingWindow w{};
+    if (t.unpopulated) {
+      w.first = __atomic_load_n(&r.pos, __ATOMIC_ACQUIRE);  // every record lost
+    } else {
+      w = SnapshotRingInto(r, dst);
+    }
     t.records = dst + w.offset;
     t.count = w.count;
     t.lost = w.first;

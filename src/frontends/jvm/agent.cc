@@ -645,7 +645,8 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     RetransformLoadedClasses(jvmti);
     return true;
   }
-  if (jclass thread = jni->FindClass("java/lang/Thread")) {
+  jclass thread = jni->FindClass("java/lang/Thread");
+  if (thread != nullptr) {
     if (jvmti->RetransformClasses(1, &thread) != JVMTI_ERROR_NONE) g_stats.retransform_failed.fetch_add(1);
   } else {
     jni->ExceptionClear();
@@ -665,8 +666,6 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     }
     uint64_t kept = 0;
     std::vector<jclass> named;
-    jclass thread = jni->FindClass("java/lang/Thread");
-    if (thread == nullptr) jni->ExceptionClear();
     for (jclass c : ModifiableClasses(jvmti)) {
       if (jni->IsSameObject(c, thread) || jni->IsSameObject(c, g_probe_class)) continue;
       if (!globs.empty() && HasNamedMethod(jvmti, c, globs)) {

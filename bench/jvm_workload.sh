@@ -92,6 +92,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
         fastnative) flags=(--clock fast --budget off --jvm-writes native) ;;
         idle) envs=(LOOKBACK_ENABLED=0) ;;
         sync) flags=(--jvm-startup sync) ;;
+        nojdk) flags=(--jvm-exclude "java.*" --jvm-exclude "jdk.*" --jvm-exclude "sun.*") ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
       esac
       env "${envs[@]}" /usr/bin/time -f "%e %M" -o "$t" "$tool" record -q --dir "$dir" "${flags[@]}" -- java "${main[@]}" \

@@ -627,6 +627,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   // asks for tracing (START_TRACING).
   jni->SetStaticBooleanField(probe, on, TracingOffAtStart() ? JNI_FALSE : JNI_TRUE);
   g_probe_ready.store(true, std::memory_order_release);
+  jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
 
   // The classes loaded before the probe existed: java.base's start-up
   // classes, about 260 for an empty main (String, HashMap, ArrayList, ...).
@@ -945,9 +946,11 @@ jint Start(JavaVM* vm, char* options, bool live) {
   if (!live) g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, nullptr);
   g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, nullptr);
   g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_THREAD_START, nullptr);
-  if (g_options.mode == Mode::kInline) {
-    g_jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
-  }
+  // Inline mode's ClassFileLoadHook is enabled when the probe class exists
+  // (StartInline), not here: before that the hook rewrites nothing, and with
+  // the event on HotSpot reads every class it maps from the CDS archive back
+  // out of the runtime image to post it (KlassFactory's shared-class hook),
+  // about 360 classes before main for nothing.
   if (live) {
     JNIEnv* jni = nullptr;
     if (vm->GetEnv(reinterpret_cast<void**>(&jni), JNI_VERSION_1_8) != JNI_OK || jni == nullptr) return kAttachNoJvmti;

@@ -24,6 +24,8 @@
 #                  retransformed with probes before main (the default before 2026-11-27)
 #   idle           default settings with LOOKBACK_ENABLED=0: the probes compiled in, no
 #                  thread traced (what the probes' presence alone costs)
+#   nojdk          default settings with --jvm-exclude java.*, jdk.*, sun.*: the JDK's own
+#                  classes keep their code (what their probes cost)
 #   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
 #   MODE-base      MODE with the lookback of BASE_BUILD (another build, for an A/B in one run)
 # Prints the median wall time and peak RSS per mode, trace points per second

@@ -447,8 +447,8 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
   }
   if (!r.changed) return;
   if (!hook_only) {
-    NoteTraced(r.class_name, r.traced);
     RegisterGuards(r.traced);
+    NoteTraced(std::move(r.class_name), std::move(r.traced));  // (r's bytes are all that is used below)
   }
   unsigned char* out = nullptr;
   if (jvmti->Allocate(static_cast<jlong>(r.bytes.size()), &out) != JVMTI_ERROR_NONE) return;
@@ -745,6 +745,7 @@ void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) { NameS
 // the last moments before the VM stops them.
 void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv* jni) {
   if (g_probe_class != nullptr && g_probe_on != nullptr) jni->SetStaticBooleanField(g_probe_class, g_probe_on, JNI_FALSE);
+  g_stats.Publish();  // the exit dump's counts, exact
   StopShedding();
   WaitForNanoscopeFlushes();
   FinishCacheWrites();
@@ -771,6 +772,7 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_ENTRY, nullptr);
     jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_METHOD_EXIT, nullptr);
   }
+  g_stats.Publish();
   if (g_runtime.set_note != nullptr) {
     const uint64_t seen = g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load() - seen0;
     // The rest of the time is HotSpot's: the classes' original bytes read

@@ -90,6 +90,7 @@ JNIEXPORT jstring JNICALL Java_lookback_Lookback_dump0(JNIEnv* jni, jclass, jstr
     }
   }
   char path[4096];
+  lookback::jvm::g_stats.Publish();  // the dump's `jvm` note with every class counted
   if (g_runtime.dump_sync(why.c_str(), path, sizeof path) != 0) {
     lookback::jvm::Say(std::string("Lookback.dump(\"") + why + "\"): no dump: " + path);
     return nullptr;

@@ -119,6 +119,7 @@ int RunAndWait(const std::vector<std::string>& argv) {
 // to a temporary directory beside the target, rename it into place.
 void Flush(uint32_t tid, int64_t start_ns, int64_t stop_ns, fs::path target) {
   char path[4096];
+  g_stats.Publish();  // the dump's `jvm` note with every class counted
   if (g_runtime.dump_sync("nanoscope STOP_TRACING", path, sizeof path) != 0) {
     Say(std::string("STOP_TRACING: no trace written to ") + target.string() + ": the dump failed (" + path + ")");
     return;

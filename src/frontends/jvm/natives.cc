@@ -157,7 +157,7 @@ void BindJavaRing(int64_t tid) {
                    __ATOMIC_RELAXED);
   if (got > 0) {
     g_stats.java_writing_threads.fetch_add(1, std::memory_order_relaxed);
-    if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
+    g_stats.Publish();
   }
 }
 
@@ -246,6 +246,14 @@ void AgentStats::Count(const RewriteResult& r) {
     const size_t i = static_cast<size_t>(s.reason);
     if (i < sizeof skipped / sizeof skipped[0]) skipped[i].fetch_add(1, std::memory_order_relaxed);
   }
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+  uint64_t last = published_ns.load(std::memory_order_relaxed);
+  if (now - last >= 2000000 && published_ns.compare_exchange_strong(last, now, std::memory_order_relaxed)) Publish();
+}
+
+void AgentStats::Publish() {
   if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", Summary().c_str());
 }
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -108,7 +109,30 @@ struct MethodTable {
   std::unordered_map<Identity, uint64_t> shed_since;  // shed by the runtime, since (CLOCK_MONOTONIC)
   std::unordered_set<Identity> applied;          // unprobed now (the hook leaves them so)
   std::unordered_set<uint32_t> applied_classes;  // their classes
+  // What NoteTraced was given and Drain has not yet put in the tables above:
+  // interning every method's name and descriptor as its class loads was a
+  // fifth of the class hook's time, and the tables are read only once the
+  // budget sheds something (by the shed thread, and by the hook after that).
+  struct Loaded {
+    std::string class_name;
+    std::vector<TracedMethod> traced;
+  };
+  std::vector<Loaded> pending;
 };
+
+// Puts the pending classes' methods in the tables; under t.mutex.
+void Drain(MethodTable& t) {
+  std::string sig;
+  for (MethodTable::Loaded& l : t.pending) {
+    const uint64_t cls = t.classes.Intern(l.class_name);
+    for (const TracedMethod& m : l.traced) {
+      sig.assign(m.name).append(m.descriptor);
+      if (m.id >= t.by_id.size()) t.by_id.resize(std::max<size_t>(m.id + 1, t.by_id.size() * 2));
+      t.by_id[m.id] = cls << 32 | t.signatures.Intern(sig);
+    }
+  }
+  t.pending.clear();
+}
 
 // The shed thread's wake-up. Never destroyed: the control thread may call the
 // listener while the process exits.
@@ -214,6 +238,7 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   MethodTable& t = Table();
   {
     std::lock_guard<std::mutex> lock(t.mutex);
+    Drain(t);
     std::unordered_set<Identity> shed;
     for (uint64_t key : keys) {
       const uint64_t id = key & 0xffffffffu;
@@ -262,7 +287,7 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   g_stats.shed_unprobed.store(g_applied_count.load());
   g_stats.shed_classes.fetch_add(changed_classes.size(), std::memory_order_relaxed);
   g_stats.shed_batches.fetch_add(1, std::memory_order_relaxed);
-  if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
+  g_stats.Publish();
   const size_t done = RetransformNamed(jvmti, jni, changed_classes);
   // Their calls now cost nothing, which the budget learns when their guards
   // go (a frame still running the old code keeps its guard set, and skips
@@ -273,7 +298,7 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   }
   if (done < changed_classes.size()) {
     g_stats.shed_classes.fetch_sub(changed_classes.size() - done, std::memory_order_relaxed);
-    if (g_runtime.set_note != nullptr) g_runtime.set_note("jvm", g_stats.Summary().c_str());
+    g_stats.Publish();
   }
   return next_ns;
 }
@@ -319,23 +344,18 @@ void JNICALL ShedThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
 
 }  // namespace
 
-void NoteTraced(std::string_view class_name, const std::vector<TracedMethod>& traced) {
+void NoteTraced(std::string class_name, std::vector<TracedMethod> traced) {
   if (!g_shedding.load(std::memory_order_acquire) || traced.empty()) return;
   MethodTable& t = Table();
   std::lock_guard<std::mutex> lock(t.mutex);
-  const uint64_t cls = t.classes.Intern(class_name);
-  std::string sig;
-  for (const TracedMethod& m : traced) {
-    sig.assign(m.name).append(m.descriptor);
-    if (m.id >= t.by_id.size()) t.by_id.resize(m.id + 1);
-    t.by_id[m.id] = cls << 32 | t.signatures.Intern(sig);
-  }
+  t.pending.push_back({std::move(class_name), std::move(traced)});
 }
 
 bool IsShed(std::string_view class_name, std::string_view method_name, std::string_view descriptor) {
   if (g_applied_count.load(std::memory_order_acquire) == 0) return false;
   MethodTable& t = Table();
   std::lock_guard<std::mutex> lock(t.mutex);
+  Drain(t);
   const uint64_t cls = t.classes.Find(class_name);
   if (cls == 0 || !t.applied_classes.count(static_cast<uint32_t>(cls))) return false;
   std::string sig(method_name);
@@ -348,6 +368,7 @@ bool ClassHasShed(std::string_view class_name) {
   if (g_applied_count.load(std::memory_order_acquire) == 0) return false;
   MethodTable& t = Table();
   std::lock_guard<std::mutex> lock(t.mutex);
+  Drain(t);
   const uint64_t cls = t.classes.Find(class_name);
   return cls != 0 && t.applied_classes.count(static_cast<uint32_t>(cls));
 }

@@ -305,23 +305,20 @@ bool NoJvmFor(const std::string& java_class) {
 // `lookback record FLAGS -- java -cp <test classes> JAVA_ARGS`, run in `dir`
 // (a FreshDir), its dumps in dir/dumps; the dump when there is exactly one.
 Recorded RecordJava(const std::string& dir, const std::vector<std::string>& flags,
-                    const std::vector<std::string>& java_args) {
+                    const std::vector<std::string>& java_args, const std::map<std::string, std::string>& env = {}) {
   Recorded r;
   r.dir = dir;
   std::vector<std::string> argv = {Cli(), "record", "--dir", dir + "/dumps"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   for (const std::string a : {"--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES}) argv.push_back(a);
   argv.insert(argv.end(), java_args.begin(), java_args.end());
-  r.run = RunProgram(argv, {}, dir);
+  r.run = RunProgram(argv, env, dir);
   const std::vector<std::string> dumps = Dumps(dir + "/dumps");
   if (dumps.size() == 1) r.dump = MustOpen(dumps[0]);
   return r;
 }
 
-TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
-  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
-  const std::string dir = FreshDir("budget_jvm");
-  const Recorded r = RecordJava(dir, {"--jvm-include", "HotLoop.*"}, {"HotLoop", "1.5"});
+void ExpectStepShedAndItsCallsStopped(const std::string& dir, const Recorded& r) {
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   const std::vector<std::string> dumps = Dumps(dir + "/dumps");
   ASSERT_EQ(dumps.size(), 1u) << r.run.err;
@@ -356,6 +353,32 @@ TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
   }
   EXPECT_GT(works_after, 100u) << "step() last recorded " << (last_step_ns - static_cast<int64_t>(step->at_ns))
                                << " ns after it was shed";
+}
+
+TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  const std::string dir = FreshDir("budget_jvm");
+  ExpectStepShedAndItsCallsStopped(dir, RecordJava(dir, {"--jvm-include", "HotLoop.*"}, {"HotLoop", "1.5"}));
+}
+
+// The agent learns which method each id is only when the budget first sheds
+// (or, past a few hundred classes, on its agent thread before that): with a
+// thousand JDK classes loaded and traced before the hot loop, that table is
+// filled long before the shed, and the agent still finds step() and takes its
+// probes out (at once: LOOKBACK_JVM_RETRANSFORM_AFTER=0).
+TEST(BudgetJvm, TheHotMethodIsShedAndUnprobedAfterAThousandClassesWereLoaded) {
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  const std::string dir = FreshDir("budget_jvm_classes");
+  const Recorded r = RecordJava(dir, {}, {"HotLoop", "1.5", "classes"}, {{"LOOKBACK_JVM_RETRANSFORM_AFTER", "0"}});
+  ExpectStepShedAndItsCallsStopped(dir, r);
+  ASSERT_TRUE(r.dump.metadata.count("note.jvm"));
+  const std::string& note = r.dump.metadata.at("note.jvm");
+  const size_t at = note.find(" classes;");
+  ASSERT_NE(at, std::string::npos) << note;
+  EXPECT_GT(std::stoul(note.substr(note.rfind(' ', at - 1) + 1)), 512u) << note;
+  const size_t unprobed = note.find(" methods left unprobed because it shed them");
+  ASSERT_NE(unprobed, std::string::npos) << note;
+  EXPECT_GE(std::stoul(note.substr(note.rfind(' ', unprobed - 1) + 1)), 1u) << note;
 }
 
 // One run of BudgetTruth compared with its ground truth; false (nothing

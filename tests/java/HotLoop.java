@@ -6,6 +6,9 @@
 // returns the same value, so the sum checks that the code still computes
 // what it should, whatever was retransformed underneath).
 //   java HotLoop SECONDS     runs work(1000) for about SECONDS of wall time
+//   java HotLoop SECONDS classes   first loads the JDK's classes named in its
+//                            lib/classlist (about a thousand not loaded yet), as a
+//                            large program loads its own before its hot loop
 //   java HotLoop until DIR   prints "ready PID", then runs work(30000) until DIR/stop
 //                            exists: once step() is out of the trace, work() is
 //                            then called rarely enough to stay in it (work(1000)
@@ -28,8 +31,25 @@ public class HotLoop {
     return s;
   }
 
+  static void loadJdkClasses() {
+    final Path list = Paths.get(System.getProperty("java.home"), "lib", "classlist");
+    try {
+      for (String line : Files.readAllLines(list)) {
+        if (line.isEmpty() || line.startsWith("#") || line.startsWith("@")) continue;
+        try {
+          Class.forName(line.split(" ")[0].replace('/', '.'), false, null);
+        } catch (ClassNotFoundException | LinkageError e) {
+          // (a JDK without it: not the point)
+        }
+      }
+    } catch (java.io.IOException e) {
+      throw new RuntimeException(e);
+    }
+  }
+
   public static void main(String[] args) {
     long sum = 0, calls = 0;
+    if (args.length > 1 && args[1].equals("classes")) loadJdkClasses();
     if (args[0].equals("until")) {
       final Path stop = Paths.get(args[1], "stop");
       System.out.println("ready " + ProcessHandle.current().pid());

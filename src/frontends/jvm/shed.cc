@@ -142,7 +142,13 @@ struct Wakeup {
   bool pending = false;  // the shed set changed since the shed thread last read it
   bool stop = false;     // VMDeath
   bool done = false;     // the shed thread has left its loop (StopShedding waits for it)
+  bool drain = false;    // NoteTraced: many classes pending, put them in the tables
 };
+
+// Classes pending before NoteTraced asks the shed thread to drain them:
+// their lists are not deduplicated, so a JVM that loads classes for hours
+// and never sheds must not keep them all.
+constexpr size_t kDrainAt = 256;
 
 MethodTable& Table() {
   static MethodTable* t = new MethodTable;
@@ -306,15 +312,28 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
 void ShedLoop(jvmtiEnv* jvmti, JNIEnv* jni, Wakeup& w, std::unique_lock<std::mutex>& lock) {
   uint64_t last_batch_ns = 0;
   uint64_t next_ns = 0;  // a shed method's wait ends then (0: none waiting)
+  const auto woken = [&] { return w.pending || w.stop || w.drain; };
   for (;;) {
     if (next_ns == 0) {
-      w.cv.wait(lock, [&] { return w.pending || w.stop; });
+      w.cv.wait(lock, woken);
     } else {
       const uint64_t now = MonotonicNs();
       const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(next_ns > now ? next_ns - now : 0);
-      w.cv.wait_until(lock, until, [&] { return w.pending || w.stop; });
+      w.cv.wait_until(lock, until, woken);
     }
     if (w.stop) return;
+    if (w.drain) {
+      w.drain = false;
+      lock.unlock();
+      {
+        MethodTable& t = Table();
+        std::lock_guard<std::mutex> tables(t.mutex);
+        Drain(t);
+      }
+      lock.lock();
+      // Only a drain: back to waiting (a method whose wait is over goes on below).
+      if (!w.pending && (next_ns == 0 || MonotonicNs() < next_ns)) continue;
+    }
     // Debounce: changes that come within kBatchIntervalNs of the last batch
     // wait for its end and then go together.
     const uint64_t now = MonotonicNs();
@@ -347,8 +366,20 @@ void JNICALL ShedThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
 void NoteTraced(std::string class_name, std::vector<TracedMethod> traced) {
   if (!g_shedding.load(std::memory_order_acquire) || traced.empty()) return;
   MethodTable& t = Table();
-  std::lock_guard<std::mutex> lock(t.mutex);
-  t.pending.push_back({std::move(class_name), std::move(traced)});
+  bool drain = false;
+  {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    t.pending.push_back({std::move(class_name), std::move(traced)});
+    drain = t.pending.size() >= kDrainAt;
+  }
+  if (drain) {  // (the tables' lock is not held while the wake-up's is taken)
+    Wakeup& w = Wake();
+    {
+      std::lock_guard<std::mutex> lock(w.mutex);
+      w.drain = true;
+    }
+    w.cv.notify_all();
+  }
 }
 
 bool IsShed(std::string_view class_name, std::string_view method_name, std::string_view descriptor) {

@@ -426,8 +426,9 @@ void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni) {
 // At VMDeath. Waits (up to half a second) for the shed thread to leave: a
 // thread that is still in native code when the VM exits makes HotSpot's VM
 // thread wait for it in steps of 10 ms (VM_Exit's wait for threads in
-// native), and waiting in a std::condition_variable is "in native". Without
-// this join, an empty main under the agent exited 10-13 ms later.
+// native), and waiting in a std::condition_variable is "in native" (the
+// other such thread at exit was a probe's JNI call: OnVMDeath turns the
+// probes off; JvmExit.HotSpotDoesNotWaitForTheAgentAtTheLastSafepoint).
 void StopShedding() {
   if (!g_shedding.load()) return;
   if (g_runtime.set_shed_listener != nullptr) g_runtime.set_shed_listener(nullptr);

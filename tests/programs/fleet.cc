@@ -12,19 +12,26 @@
 //     serve_request x30
 //       parse_request            ~µs
 //       draw
-//         compute_layout         ~µs
+//         compute_layout         computes for 2 ms of CPU time
 //         checksum_frame         ~µs; 10 ms with FLEET_REGRESSION
 //       flush_io                 sleeps 2 ms
 //     wait_for_lock              with `stall`: sleeps 60 ms, once (a stall)
 //
 // Durations that tests compare are sleeps, which only get longer on a loaded
 // machine, so the planted regression stays the largest whatever the load.
+// compute_layout computes for a fixed CPU time, not a fixed count of
+// iterations, so that the render thread is on CPU a seventh of its traced
+// time or more on any machine (over half in build 1): with microseconds of
+// work per sleep a fast machine classed it as a thread that only waited
+// (under 2 % on CPU, model/waiting.h), and the fleet's cpu-by-function query
+// came back empty.
 //
 //   fleet [binder] [stall]
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
 
+#include <cstdint>
 #include <thread>
 
 #include "ground_truth.h"
@@ -36,6 +43,15 @@ static volatile unsigned g_sink;
 GT_NOINST static void Work(int n) {
   for (int i = 0; i < n; ++i) g_sink = g_sink + static_cast<unsigned>(i);
 }
+GT_NOINST static int64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+GT_NOINST static void WorkFor(int64_t cpu_ns) {
+  const int64_t until = ThreadCpuNs() + cpu_ns;
+  while (ThreadCpuNs() < until) Work(1000);
+}
 GT_NOINST static void Sleep(int ms) {
   timespec ts{0, ms * 1000000L};
   while (nanosleep(&ts, &ts) != 0) {
@@ -44,7 +60,7 @@ GT_NOINST static void Sleep(int ms) {
 
 extern "C" {
 NOINLINE void parse_request() { Work(200); }
-NOINLINE void compute_layout() { Work(300); }
+NOINLINE void compute_layout() { WorkFor(2000000); }
 NOINLINE void checksum_frame() {
 #ifdef FLEET_REGRESSION
   Sleep(10);

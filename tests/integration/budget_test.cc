@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <set>
+#include <sstream>
 
 #include "harness.h"
 #include "sqlite_db.h"
@@ -811,6 +813,103 @@ TEST(BudgetJvm, BudgetOffRetransformsNothing) {
   EXPECT_EQ(KeysNamed(d, "int HotLoop.step(int)").size(), 1u);
   ASSERT_TRUE(d.metadata.count("note.jvm"));
   EXPECT_EQ(d.metadata.at("note.jvm").find("overhead budget"), std::string::npos) << d.metadata.at("note.jvm");
+}
+
+// The fold (LookbackProbe.FOLD; docs/jvm.md, "The overhead budget"): once
+// the budget sheds step(), the agent tells C2 that step()'s guard is a
+// constant, so a method C2 compiles after that and that inlines step()
+// carries no probe of step() at all: no guard load, no call that records.
+// Seen in C2's own account of what it inlined (-XX:+PrintInlining) for
+// workAgain(), which HotLoop first calls once a fold is set. Only C2, one
+// compiler thread and HotLoop's work methods compile, so that each account
+// follows its method's line (-XX:+PrintCompilation); work() compiled, so that
+// step() is hot enough to shed on any machine and in either clock mode. The
+// retransform is off: step()'s probes stay in the bytecode, and the fold is
+// all that takes them out of the compiled code.
+TEST(BudgetJvm, AShedMethodsProbesAreCompiledToNothingWhereC2InlinesIt) {
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  const std::string dir = FreshDir("budget_jvm_fold");
+  const Recorded r = RecordJava(dir, {"--jvm-include", "HotLoop.*"},
+                                {"-XX:-TieredCompilation", "-XX:CICompilerCount=1", "-XX:CompileCommand=quiet",
+                                 "-XX:CompileCommand=compileonly,HotLoop::work*", "-XX:+PrintCompilation",
+                                 "-XX:+UnlockDiagnosticVMOptions", "-XX:+PrintInlining", "--add-opens",
+                                 "java.base/java.lang=ALL-UNNAMED", "HotLoop", "fold", "1"},
+                                {{"LOOKBACK_JVM_RETRANSFORM_AFTER", "off"}});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.out << r.run.err;
+  // step()'s subtrees in workAgain()'s accounts: the lines below its own, indented further.
+  std::vector<std::string> subtrees;
+  std::istringstream lines(r.run.out);
+  bool in_work_again = false;          // the last compilation's line named workAgain()
+  size_t step_at = std::string::npos;  // the column of the '@' of the step() line being read
+  long calls = -1;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("work ", 0) == 0) sscanf(line.c_str(), "work %ld", &calls);
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos && isdigit(static_cast<unsigned char>(line[first]))) {  // a compilation's line
+      if (line.find("made not entrant") == std::string::npos) in_work_again = line.find("HotLoop::workAgain") != std::string::npos;
+      step_at = std::string::npos;
+      continue;
+    }
+    const size_t at = line.find('@');
+    if (at == std::string::npos || !in_work_again) continue;
+    if (step_at != std::string::npos && at > step_at) {
+      subtrees.back() += line + "\n";
+      continue;
+    }
+    step_at = std::string::npos;
+    if (line.find("HotLoop::step") != std::string::npos && line.find("inline (hot)") != std::string::npos) {
+      step_at = at;
+      subtrees.emplace_back();
+    }
+  }
+  ASSERT_GE(calls, 0) << r.run.out;
+  EXPECT_NE(r.run.out.find(HotLoopOutput(calls, 1000)), std::string::npos) << "it computes what it did";
+  ASSERT_FALSE(subtrees.empty()) << "C2 never inlined step() into workAgain():\n" << r.run.out;
+  for (const std::string& t : subtrees) {
+    // Its probes were inlined and parsed (a probe C2 only calls is not folded)...
+    EXPECT_NE(t.find("LookbackProbe::folded"), std::string::npos) << t;
+    // ... and nothing of them is left past the fold.
+    EXPECT_EQ(t.find("Unsafe::getByte"), std::string::npos) << t;
+    EXPECT_EQ(t.find("enterNative"), std::string::npos) << t;
+    EXPECT_EQ(t.find("exitNative"), std::string::npos) << t;
+  }
+  ASSERT_TRUE(r.dump.metadata.count("note.jvm"));
+  EXPECT_NE(r.dump.metadata.at("note.jvm").find("shed methods' probes are compiled to nothing by C2"), std::string::npos)
+      << r.dump.metadata.at("note.jvm");
+}
+
+// And back: code C2 compiled while step()'s fold was set took it for a
+// constant, so when the budget brings step() back (HotLoop idles until it
+// has) the agent clears the byte and retransforms HotLoop, which throws that
+// code away. workAgain(), compiled with step() folded, then records step()
+// again (under the retransform's new key). Without the retransform the
+// compiled workAgain() never would. The probes' own retransform is off.
+TEST(BudgetJvm, CodeCompiledWhileAMethodWasFoldedRecordsItOnceItIsBack) {
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  const std::string dir = FreshDir("budget_jvm_fold_back");
+  const Recorded r = RecordJava(dir, {"--jvm-include", "HotLoop.*"},
+                                {"--add-opens", "java.base/java.lang=ALL-UNNAMED", "HotLoop", "fold", "1", "back"},
+                                {{"LOOKBACK_JVM_RETRANSFORM_AFTER", "off"}});
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.out << r.run.err;
+  long calls = -1;
+  ASSERT_EQ(sscanf(r.run.out.c_str(), "work %ld", &calls), 1) << r.run.out;
+  EXPECT_EQ(r.run.out, HotLoopOutput(calls, 1000)) << "the retransformed code computes what the original did";
+  const format::Dump& d = r.dump;
+  symbolize::Symbolizer sym(d);
+  size_t step_returns = 0;
+  for (const format::ShedInfo& f : d.budget.shed) step_returns += sym.Name(f.key) == "int HotLoop.step(int)" && f.until_ns;
+  EXPECT_GE(step_returns, 1u) << RunProgram({Cli(), "info", Dumps(dir + "/dumps").at(0)}).out;
+  // step()'s calls under a key of a rewrite after the first: HotLoop was
+  // retransformed when step() came back, and the new code records it.
+  const std::vector<uint64_t> steps = KeysNamed(d, "int HotLoop.step(int)");
+  ASSERT_GE(steps.size(), 2u) << "HotLoop was not retransformed when step() came back";
+  NestingSink sink;
+  EXPECT_TRUE(model::Walk(d, sym, model::WalkOptions{}, sink).status.ok());
+  uint64_t later = 0;
+  for (uint64_t k : steps) later += k == steps[0] ? 0 : sink.entries[k];
+  EXPECT_GT(later, 0u);
+  const std::string note = d.metadata.count("note.jvm") ? d.metadata.at("note.jvm") : "";
+  EXPECT_NE(note.find(" classes retransformed for it"), std::string::npos) << note;
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 // method logging its own entry and exit into a ring of the newest calls (the
 // logging is not traced: the test traces only leaf, mid and outer). leaf is
 // far too frequent to trace within any budget; it has a loop, so the
-// always-inlined rule leaves it probed (docs/jvm.md). At the end the newest
+// always-inlined rule leaves it probed (docs/jvm.md). outer also computes for
+// some 20 us itself, so that it stays rare enough to trace once leaf and mid
+// are shed and their probes compiled to nothing (without that work it ran
+// 2 us a call, and the budget shed it too). At the end the newest
 // calls go to TRUTH as "ENTER|EXIT <method>" lines, oldest first.
 //   java BudgetTruth SECONDS TRUTH
 import java.io.PrintWriter;
@@ -40,6 +43,7 @@ public final class BudgetTruth {
     log(2, false);
     int s = 0;
     for (int i = 0; i < 20; i++) s += mid(x + i);
+    for (int i = 0; i < 20000; i++) s = s * 31 + i;
     log(2, true);
     return s;
   }

@@ -68,6 +68,8 @@ jclass g_probe_class = nullptr;  // global reference, once inline mode started
 jfieldID g_probe_on = nullptr;
 }  // namespace
 
+jclass ProbeClass() { return g_probe_class; }
+
 void EnableProbes(JNIEnv* jni) {
   if (g_probe_class != nullptr && g_probe_on != nullptr) jni->SetStaticBooleanField(g_probe_class, g_probe_on, JNI_TRUE);
 }

@@ -152,6 +152,8 @@ void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni);
 void StopShedding();
 // The hook may rewrite classes (detach clears it: retransforms then restore).
 bool ProbesReady();
+// java.lang.LookbackProbe (a global reference), once inline mode started; else null.
+jclass ProbeClass();
 
 // What the rewriter did, for the dump's "jvm" note (`lookback info`).
 struct AgentStats {
@@ -171,6 +173,8 @@ struct AgentStats {
   // them, classes retransformed to take probes out or put them back, in how
   // many batches, and retransforms the VM refused.
   std::atomic<uint64_t> shed_unprobed{0}, shed_classes{0}, shed_batches{0}, shed_failed{0};
+  // Shed methods whose probes C2 compiles to nothing now (LookbackProbe.FOLD).
+  std::atomic<uint64_t> shed_folded{0};
   // Inline mode's rule for methods C2 always inlines (the agent's inlined= option).
   enum InlinedPolicy { kInlinedNotApplicable, kInlinedSkipped, kInlinedProbed };
   std::atomic<int> inlined_policy{kInlinedNotApplicable};

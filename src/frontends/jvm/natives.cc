@@ -302,6 +302,9 @@ std::string AgentStats::Summary() {
   if (const uint64_t guarded = guarded_methods.load()) {
     s += "; " + std::to_string(guarded) + " methods have a guard byte that skips their probes while the budget sheds them";
   }
+  if (const uint64_t folded = shed_folded.load()) {
+    s += "; " + std::to_string(folded) + " shed methods' probes are compiled to nothing by C2 from now on";
+  }
   const uint64_t hooked = classes_rewritten.load() + classes_unchanged.load() + classes_failed.load();
   const uint64_t hits = cache_hits.load();
   s += "; class hook: " + std::to_string(hooked) + " classes in " + std::to_string(hook_ns.load() / 1000000) + " ms, " +

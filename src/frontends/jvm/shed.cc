@@ -228,6 +228,65 @@ size_t RetransformNamed(jvmtiEnv* jvmti, JNIEnv* jni, const std::unordered_set<s
   return done;
 }
 
+// LookbackProbe.FOLD, the probe class's @Stable copy of the guards: set for
+// the methods shed now, so that C2 compiles their probes to nothing from
+// then on, and the guard byte's load and branch go too. A method brought back
+// is cleared and its class retransformed in the same batch: code compiled
+// while its byte was set took it for a constant, and a retransform throws
+// that code away (every compiled method that inlined one of the class's
+// methods is deoptimised). Used by the shed thread only.
+class Fold {
+ public:
+  // Sets or clears method `id`'s byte; false if it cannot (JNI failed, the
+  // probe class has no FOLD, or `id` is past it).
+  bool Set(JNIEnv* jni, uint32_t id, bool shed) {
+    if (failed_ || !Ready(jni)) return false;
+    const size_t p = id >> kPageBits;
+    if (p >= pages_.size()) return false;
+    if (pages_[p] == nullptr) {
+      if (!shed) return true;
+      jbyteArray page = jni->NewByteArray(jsize{1} << kPageBits);
+      if (page == nullptr) return Failed(jni);
+      jni->SetObjectArrayElement(fold_, static_cast<jsize>(p), page);
+      pages_[p] = static_cast<jbyteArray>(jni->NewGlobalRef(page));
+      jni->DeleteLocalRef(page);
+      if (jni->ExceptionCheck() || pages_[p] == nullptr) return Failed(jni);
+    }
+    const jbyte v = shed ? 1 : 0;
+    jni->SetByteArrayRegion(pages_[p], static_cast<jsize>(id & ((1u << kPageBits) - 1)), 1, &v);
+    return !jni->ExceptionCheck() || Failed(jni);
+  }
+  std::unordered_set<uint32_t> set;  // the ids whose byte is set now
+
+ private:
+  static constexpr unsigned kPageBits = 12;  // LookbackProbe.folded: pages of 4096 ids
+  bool Ready(JNIEnv* jni) {
+    if (fold_ != nullptr) return true;
+    jclass probe = ProbeClass();
+    jfieldID f = probe == nullptr ? nullptr : jni->GetStaticFieldID(probe, "FOLD", "[[B");
+    jobject a = f == nullptr ? nullptr : jni->GetStaticObjectField(probe, f);
+    if (a == nullptr) return Failed(jni);
+    fold_ = static_cast<jobjectArray>(jni->NewGlobalRef(a));
+    jni->DeleteLocalRef(a);
+    if (fold_ == nullptr) return Failed(jni);
+    pages_.assign(static_cast<size_t>(jni->GetArrayLength(fold_)), nullptr);
+    return true;
+  }
+  bool Failed(JNIEnv* jni) {
+    jni->ExceptionClear();
+    failed_ = true;
+    return false;
+  }
+  jobjectArray fold_ = nullptr;      // LookbackProbe.FOLD (a global reference)
+  std::vector<jbyteArray> pages_;    // its pages, once allocated (global references)
+  bool failed_ = false;
+};
+
+Fold& TheFold() {
+  static Fold* f = new Fold;
+  return *f;
+}
+
 // The shed thread's work after a change, or when a method's wait is over:
 // the methods shed now for RetransformAfterNs(), by identity, against those
 // unprobed now; the classes of the difference are retransformed (the hook
@@ -241,10 +300,25 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   uint64_t next_ns = 0;
   std::unordered_set<std::string> changed_classes;
   std::vector<uint32_t> unprobed_ids;
+  std::vector<uint32_t> fold_ids, unfold_ids;  // LookbackProbe.FOLD's bytes to set and to clear
+  Fold& fold = TheFold();
   MethodTable& t = Table();
   {
     std::lock_guard<std::mutex> lock(t.mutex);
     Drain(t);
+    std::unordered_set<uint32_t> shed_ids;
+    for (uint64_t key : keys) {
+      const uint64_t id = key & 0xffffffffu;
+      if (key == MethodKey(static_cast<uint32_t>(id)) && id < g_java_guards.count) shed_ids.insert(static_cast<uint32_t>(id));
+    }
+    for (uint32_t id : shed_ids) {
+      if (!fold.set.count(id)) fold_ids.push_back(id);
+    }
+    for (uint32_t id : fold.set) {
+      if (shed_ids.count(id)) continue;
+      unfold_ids.push_back(id);
+      if (id < t.by_id.size() && t.by_id[id] != 0) changed_classes.insert(t.classes.At(static_cast<uint32_t>(t.by_id[id] >> 32)));
+    }
     std::unordered_set<Identity> shed;
     for (uint64_t key : keys) {
       const uint64_t id = key & 0xffffffffu;
@@ -271,19 +345,33 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
     for (Identity m : t.applied) {
       if (!now.count(m)) changed.insert(static_cast<uint32_t>(m >> 32));
     }
-    if (changed.empty()) return next_ns;
-    t.applied = std::move(now);
-    t.applied_classes.clear();
-    for (Identity m : t.applied) t.applied_classes.insert(static_cast<uint32_t>(m >> 32));
-    g_applied_count.store(t.applied.size(), std::memory_order_release);
-    for (uint32_t c : changed) changed_classes.insert(t.classes.At(c));
-    // The keys whose probes this batch takes out: their guards go once it took.
-    for (uint64_t key : keys) {
-      const uint64_t id = key & 0xffffffffu;
-      if (key != MethodKey(static_cast<uint32_t>(id)) || id >= t.by_id.size() || t.by_id[id] == 0) continue;
-      const Identity m = t.by_id[id];
-      if (t.applied.count(m) && changed.count(static_cast<uint32_t>(m >> 32))) unprobed_ids.push_back(static_cast<uint32_t>(id));
+    if (!changed.empty()) {
+      t.applied = std::move(now);
+      t.applied_classes.clear();
+      for (Identity m : t.applied) t.applied_classes.insert(static_cast<uint32_t>(m >> 32));
+      g_applied_count.store(t.applied.size(), std::memory_order_release);
+      for (uint32_t c : changed) changed_classes.insert(t.classes.At(c));
+      // The keys whose probes this batch takes out: their guards go once it took.
+      for (uint64_t key : keys) {
+        const uint64_t id = key & 0xffffffffu;
+        if (key != MethodKey(static_cast<uint32_t>(id)) || id >= t.by_id.size() || t.by_id[id] == 0) continue;
+        const Identity m = t.by_id[id];
+        if (t.applied.count(m) && changed.count(static_cast<uint32_t>(m >> 32))) unprobed_ids.push_back(static_cast<uint32_t>(id));
+      }
     }
+  }
+  // Brought back: cleared before the retransform that throws away the code
+  // that took the byte for a constant. Shed: set once the tables know it.
+  for (uint32_t id : unfold_ids) {
+    if (fold.Set(jni, id, false)) fold.set.erase(id);
+  }
+  for (uint32_t id : fold_ids) {
+    if (fold.Set(jni, id, true)) fold.set.insert(id);
+  }
+  g_stats.shed_folded.store(fold.set.size(), std::memory_order_relaxed);
+  if (changed_classes.empty()) {
+    if (!fold_ids.empty() || !unfold_ids.empty()) g_stats.Publish();
+    return next_ns;
   }
   // The note first: the VM runs the retransformed code as soon as it has
   // installed it, before RetransformClasses returns, so a dump taken in

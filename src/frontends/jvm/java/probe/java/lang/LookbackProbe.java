@@ -16,6 +16,7 @@
 package java.lang;
 
 import jdk.internal.misc.Unsafe;
+import jdk.internal.vm.annotation.Stable;
 
 public final class LookbackProbe {
   /** Tracing started: set by the agent. */
@@ -37,6 +38,16 @@ public final class LookbackProbe {
   // A guard byte per method id (jvm_agent.h, JavaGuards): nonzero while the
   // overhead budget sheds the method. 0 guards: the runtime takes none.
   private static final long GUARDS = layout(13), GUARD_COUNT = layout(14);
+  // The same guards, as C2 sees them: a shed method's byte here is set by
+  // the agent (shed.cc, Fold) once the budget sheds it, and cleared only
+  // with a retransform of its class, which throws away the compiled code
+  // that may have read it. @Stable (honoured in java.base): a non-zero
+  // element read at a constant index is a constant to C2, so a probe
+  // compiled after its method was shed is no code at all, where the guard
+  // byte above leaves a load, a branch and, in the shared profile of a JVM
+  // where other methods record, the call that records (docs/jvm.md, "The
+  // overhead budget"). Pages of 4096 ids, allocated by the agent.
+  @Stable private static final byte[][] FOLD = new byte[(int) (GUARD_COUNT >>> 12)][];
   // Untimed records are written here: the agent decides before it defines
   // this class (the runtime's clock and ring ABI, lb_thread_fast_ring). A
   // constant, so that with the exact clock neither C1 nor C2 compiles the
@@ -69,15 +80,25 @@ public final class LookbackProbe {
   public static void enter(int id) {
     if (on) {
       final long i = id & 0xffffffffL;
-      if ((i >= GUARD_COUNT || U.getByte(GUARDS + i) == 0) && !(DIRECT && untimed(id, UNTIMED_ENTRY))) enterNative(id);
+      if ((i >= GUARD_COUNT || (!folded(i) && U.getByte(GUARDS + i) == 0)) && !(DIRECT && untimed(id, UNTIMED_ENTRY))) {
+        enterNative(id);
+      }
     }
   }
 
   public static void exit(int id) {
     if (on) {
       final long i = id & 0xffffffffL;
-      if ((i >= GUARD_COUNT || U.getByte(GUARDS + i) == 0) && !(DIRECT && untimed(id, UNTIMED_EXIT))) exitNative(id);
+      if ((i >= GUARD_COUNT || (!folded(i) && U.getByte(GUARDS + i) == 0)) && !(DIRECT && untimed(id, UNTIMED_EXIT))) {
+        exitNative(id);
+      }
     }
+  }
+
+  // Method i (< GUARD_COUNT) is shed, as a constant to C2 once it is.
+  private static boolean folded(long i) {
+    final byte[] page = FOLD[(int) (i >>> 12)];
+    return page != null && page[(int) i & 4095] != 0;
   }
 
   // Writes the untimed record of method `id` to the calling thread's ring if

@@ -28,7 +28,10 @@
 #                  classes keep their code (what their probes cost)
 #   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
 #   MODE-base      MODE with the lookback of BASE_BUILD (another build, for an A/B in one run)
-# Prints the median wall time and peak RSS per mode, trace points per second
+# WARMUP (default 1): untimed runs of each traced mode first, since the class cache
+# is keyed by the agent's build and the first runs after a rebuild parse every class.
+# Prints the median wall time and peak RSS per mode, the median of its per-round
+# ratio to plain (the rounds of this host vary more than the modes), trace points per second
 # (records written = events in the exit dump + records overwritten), the exit
 # dump's size, the budget's own estimate for the busiest thread and the time
 # that thread's ring holds; then the start-up cost: the time to the program's
@@ -121,6 +124,12 @@ declare -A wall rss recs bytes est spans
 read -r -a modes <<< "${MODES:-plain nocds inline nobudget inline-all fast}"
 [[ ${LISTENER:-0} == 1 ]] && modes+=(listener)
 "$(dirname "${BASH_SOURCE[0]}")/machine_header.sh" "$build"
+for ((r = 1; r <= ${WARMUP:-1}; r++)); do
+  for m in "${modes[@]}"; do
+    [[ $m == plain || $m == nocds ]] || run "$m" >/dev/null
+  done
+  echo "warm-up round $r done" >&2
+done
 for ((r = 1; r <= rounds; r++)); do
   for m in "${modes[@]}"; do
     read -r w k n b e s < <(run "$m")
@@ -130,10 +139,10 @@ for ((r = 1; r <= rounds; r++)); do
   echo "round $r/$rounds done" >&2
 done
 median() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-base=$(echo "${wall[plain]}" | median)
+base=$(echo "${wall[plain]:-}" | median)
 echo
-echo "| mode | wall, s (median of $rounds) | vs plain | budget's estimate, busiest thread | its ring holds, s | peak RSS, MiB | trace points/s | exit dump, MiB |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| mode | wall, s (median of $rounds) | vs plain | per-round ratio to plain, median | budget's estimate, busiest thread | its ring holds, s | peak RSS, MiB | trace points/s | exit dump, MiB |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for m in "${modes[@]}"; do
   w=$(echo "${wall[$m]}" | median)
   k=$(echo "${rss[$m]}" | median)
@@ -141,11 +150,15 @@ for m in "${modes[@]}"; do
   b=$(echo "${bytes[$m]}" | median)
   e=$(echo "${est[$m]}" | tr ' ' '\n' | { grep -v '^-*$' || true; } | median)
   s=$(echo "${spans[$m]}" | tr ' ' '\n' | { grep -v '^-*$' || true; } | median)
-  awk -v m="$m" -v w="$w" -v base="$base" -v k="$k" -v n="$n" -v b="$b" -v e="${e:--}" -v s="${s:--}" 'BEGIN {
+  # Round by round, this mode's wall time over plain's.
+  ratio=$(paste -d ' ' <(echo "${wall[$m]}" | tr ' ' '\n' | { grep -v '^$' || true; }) \
+    <(echo "${wall[plain]:-}" | tr ' ' '\n' | { grep -v '^$' || true; }) | awk '$2 > 0 { printf "%f ", $1 / $2 }' | median)
+  awk -v m="$m" -v w="$w" -v base="$base" -v ratio="${ratio:-0}" -v k="$k" -v n="$n" -v b="$b" -v e="${e:--}" -v s="${s:--}" 'BEGIN {
     tps = "-"; mib = "-"
     if (n > 0) tps = sprintf("%.1f M", n / w / 1e6)
     if (b > 0) mib = sprintf("%.1f", b / 1048576)
-    printf "| %s | %.2f | %.2fx | %s | %s | %.0f | %s | %s |\n", m, w, w / base, e, s, k / 1024, tps, mib }'
+    vs = base > 0 ? sprintf("%.2fx", w / base) : "-"; pr = ratio > 0 ? sprintf("%.2fx", ratio) : "-"
+    printf "| %s | %.2f | %s | %s | %s | %s | %.0f | %s | %s |\n", m, w, vs, pr, e, s, k / 1024, tps, mib }'
 done
 
 # Start-up: the time to the program's first output, plain (CDS on),

@@ -306,24 +306,19 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   {
     std::lock_guard<std::mutex> lock(t.mutex);
     Drain(t);
-    std::unordered_set<uint32_t> shed_ids;
+    std::unordered_set<uint32_t> shed_ids;  // with a byte in LookbackProbe.FOLD
+    std::unordered_set<Identity> shed;
     for (uint64_t key : keys) {
       const uint64_t id = key & 0xffffffffu;
-      if (key == MethodKey(static_cast<uint32_t>(id)) && id < g_java_guards.count) shed_ids.insert(static_cast<uint32_t>(id));
-    }
-    for (uint32_t id : shed_ids) {
-      if (!fold.set.count(id)) fold_ids.push_back(id);
+      if (key != MethodKey(static_cast<uint32_t>(id))) continue;  // a native function, not a Java method
+      if (id < g_java_guards.count && !fold.set.count(static_cast<uint32_t>(id))) fold_ids.push_back(static_cast<uint32_t>(id));
+      if (id < g_java_guards.count) shed_ids.insert(static_cast<uint32_t>(id));
+      if (id < t.by_id.size() && t.by_id[id] != 0) shed.insert(t.by_id[id]);
     }
     for (uint32_t id : fold.set) {
       if (shed_ids.count(id)) continue;
       unfold_ids.push_back(id);
       if (id < t.by_id.size() && t.by_id[id] != 0) changed_classes.insert(t.classes.At(static_cast<uint32_t>(t.by_id[id] >> 32)));
-    }
-    std::unordered_set<Identity> shed;
-    for (uint64_t key : keys) {
-      const uint64_t id = key & 0xffffffffu;
-      if (key != MethodKey(static_cast<uint32_t>(id))) continue;  // a native function, not a Java method
-      if (id < t.by_id.size() && t.by_id[id] != 0) shed.insert(t.by_id[id]);
     }
     for (auto it = t.shed_since.begin(); it != t.shed_since.end();) {
       it = shed.count(it->first) ? std::next(it) : t.shed_since.erase(it);

@@ -6,6 +6,8 @@
 #   plain            uninstrumented (clang -O2)
 #   pass, budget     the clang pass (inlined trace points, per-function guards), default budget
 #   pass, off        the same with LOOKBACK_BUDGET=off (every call recorded)
+#   pass,nohistory   the default budget with LOOKBACK_HISTORY=off (no floor of 2 s of
+#                    history per ring; the default before 2026-11-27)
 #   hooks, budget    gcc -finstrument-functions with liblookback.so, default budget
 #   hooks, off       the same, every call recorded
 #   VARIANT,base     VARIANT with BASE_BUILD's liblookback.so preloaded in place
@@ -51,15 +53,16 @@ for ((r = 1; r <= rounds; r++)); do
   for p in sqlite lua; do
     for v in "${variants[@]}"; do
       dir="$out/$p-$v-$r"
-      budget=3 preload=
+      budget=3 preload= history=
       [[ $v == *,off || $v == *,off,base ]] && budget=off
+      [[ $v == *,nohistory || $v == *,nohistory,base ]] && history=off
       if [[ $v == *,base ]]; then
         [[ -r ${BASE_BUILD:-}/liblookback.so ]] || { echo "$v needs BASE_BUILD with a liblookback.so" >&2; exit 1; }
         preload=$(cd "$BASE_BUILD" && pwd)/liblookback.so
       fi
       # shellcheck disable=SC2046
       /usr/bin/time -f "%e" -o "$out/t" env LOOKBACK_DIR="$dir" LOOKBACK_DUMP_AT_EXIT=1 LOOKBACK_BUDGET="$budget" \
-        ${preload:+LD_PRELOAD=$preload} LOOKBACK_QUIET=1 "$(binary "$p" "$v")" $(args "$p") >/dev/null
+        ${history:+LOOKBACK_HISTORY=$history} ${preload:+LD_PRELOAD=$preload} LOOKBACK_QUIET=1 "$(binary "$p" "$v")" $(args "$p") >/dev/null
       wall[$p/$v]+="$(cat "$out/t") "
       e=- s=-
       if [[ $v != plain ]]; then

@@ -16,6 +16,8 @@
 #   inline         lookback record (the agent, inline mode; methods C2 always
 #                  inlines get no probes, docs/jvm.md): the default settings, budget 3 %
 #   nobudget       the same with --budget off (every call recorded)
+#   nohistory      default settings with --history off: the budget alone, without the
+#                  default floor of 2 s of history per ring (the default before 2026-11-27)
 #   inline-all     the same with --jvm-probe-inlined (every method probed)
 #   fast           inline mode with --clock fast
 #   fastoff        --clock fast --budget off: every probed method recorded (issue 24's measure)
@@ -91,6 +93,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
       case $mode in
         inline | listener) flags=(--jvm-mode "$mode") ;;
         nobudget) flags=(--budget off) ;;
+        nohistory) flags=(--history off) ;;
         inline-all) flags=(--jvm-probe-inlined) ;;
         fast) flags=(--clock fast) ;;
         fastoff) flags=(--clock fast --budget off --jvm-writes java) ;;

@@ -165,7 +165,8 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
        "hottest shortest functions are shed, and dumps name them (default 3%; off records every call; README)"},
       {"--history", "LOOKBACK_HISTORY",
        "DURATION or off: with the budget on, also shed until each busy thread's ring holds at least this much of "
-       "its history, shedding more where needed (default off: the budget alone; README)"},
+       "its history, shedding more where needed (default 2s for an 8M ring, the same share of a smaller one; off: the "
+       "budget alone; README)"},
       {"--clock", "LOOKBACK_CLOCK",
        "exact (a TSC reading per trace point, default) or fast[:N] (one per N records, and after every deschedule; "
        "timestamps become bounds, README)"},

@@ -2,6 +2,7 @@
 
 #include "format/format.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -115,7 +116,7 @@ const char* const kConfigVariables[] = {
     "LOOKBACK_STALL", "LOOKBACK_STALL_IDLE", "LOOKBACK_SLOW_SCOPE", "LOOKBACK_SLOW_CALL", "LOOKBACK_CRASH",
     "LOOKBACK_POST_TRIGGER", "LOOKBACK_WINDOW", "LOOKBACK_RATE_LIMIT", "LOOKBACK_COOLDOWN", "LOOKBACK_MAX_DUMPS",
     "LOOKBACK_MAX_DUMP_BYTES", "LOOKBACK_CONFIG", "LOOKBACK_EXCLUDE", "LOOKBACK_SAMPLE", "LOOKBACK_SAMPLE_INTERVAL",
-    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", "LOOKBACK_HOST", "LOOKBACK_CLOCK", "LOOKBACK_BUDGET", nullptr};
+    "LOOKBACK_STATE_INTERVAL", "LOOKBACK_SAMPLE_SIGNAL", "LOOKBACK_DUMP_MEMORY", "LOOKBACK_HOST", "LOOKBACK_CLOCK", "LOOKBACK_BUDGET", "LOOKBACK_HISTORY", nullptr};
 
 bool ParseClock(const std::string& raw, uint32_t* group) {
   const std::string t = Trim(raw);
@@ -162,7 +163,14 @@ std::string BudgetText(uint32_t bp) {
 std::string HistoryText(uint64_t ns) {
   if (ns == 0) return "off";
   if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
-  return std::to_string(ns / 1'000'000) + "ms";
+  if (ns >= 1'000'000) return std::to_string(ns / 1'000'000) + "ms";
+  return std::to_string(ns / 1'000) + "us";
+}
+
+uint64_t DefaultHistoryNs(uint64_t buffer_bytes) {
+  if (buffer_bytes >= kDefaultHistoryRingBytes) return kDefaultHistoryNs;
+  // Ring sizes are powers of two: this is exact and cannot overflow.
+  return kDefaultHistoryNs / (kDefaultHistoryRingBytes / std::max<uint64_t>(buffer_bytes, 1));
 }
 
 bool ParseDuration(const std::string& raw, uint64_t* ns) {
@@ -358,12 +366,14 @@ Config ParseConfig(const char* (*env)(const char*), std::vector<ConfigProblem>* 
     if (!ParseClock(v, &c.clock_group)) bad("LOOKBACK_CLOCK", v, "is not exact, fast or fast:N (N a power of two, 2 to 64); using exact");
   }
 
+  // After LOOKBACK_BUFFER_SIZE, whose ring the default is scaled to.
+  c.history_ns = DefaultHistoryNs(c.buffer_bytes);
   if (const char* v = getenv_fn("LOOKBACK_HISTORY"); v && *v) {
     uint64_t ns = 0;
     if (Trim(v) == "off") {
       c.history_ns = 0;
     } else if (!ParseDuration(v, &ns) || ns < 100'000'000 || ns > 3'600'000'000'000ull) {
-      bad("LOOKBACK_HISTORY", v, "is not off or a duration from 100ms to 1h (examples: 2s, 500ms); using off");
+      bad("LOOKBACK_HISTORY", v, "is not off or a duration from 100ms to 1h (examples: 2s, 500ms); using the default, " + HistoryText(c.history_ns));
     } else {
       c.history_ns = ns;
     }

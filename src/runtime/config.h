@@ -21,11 +21,16 @@ struct Watch {
 
 // The overhead budget's default, 3 % (docs/performance.md, "The overhead budget").
 inline constexpr uint32_t kDefaultBudgetBp = 300;
-// The history the budget keeps in each busy thread's ring: off by default.
-// Asked for (LOOKBACK_HISTORY=2s), it sheds until each busy ring holds that
-// long; on a small ring that can be every function a thread calls, so it is
-// the user's choice, not a default (docs/performance.md, "A history floor").
-inline constexpr uint64_t kDefaultHistoryNs = 0;
+// The history the budget keeps in each busy thread's ring by default: 2 s
+// for the default 8 MiB ring, and for a smaller ring the same share of it
+// (64 KiB: 16 ms). Either way a busy thread is held to the same rate, about
+// half a million records a second of its CPU time, where the budget alone
+// lets one at 10 ns a trace point record 3 M and its ring hold a third of a
+// second (docs/performance.md, "A history floor"). A larger ring keeps 2 s
+// and holds more detail. LOOKBACK_HISTORY=off leaves the budget alone.
+inline constexpr uint64_t kDefaultHistoryNs = 2'000'000'000;
+inline constexpr uint64_t kDefaultHistoryRingBytes = 8ull << 20;
+uint64_t DefaultHistoryNs(uint64_t buffer_bytes);
 
 struct Config {
   std::string dir = "lookback-dumps";      // LOOKBACK_DIR
@@ -52,7 +57,7 @@ struct Config {
   uint32_t budget_bp = kDefaultBudgetBp;
   // LOOKBACK_HISTORY: with the budget on, also shed until each thread records
   // at most what its ring holds for this long per second of its CPU time;
-  // 0 = off (the budget alone). budget.h.
+  // 0 = off (the budget alone); unset, DefaultHistoryNs(buffer_bytes). budget.h.
   uint64_t history_ns = kDefaultHistoryNs;
 
   // Triggers and their policy (docs/triggers.md).
@@ -100,7 +105,7 @@ bool ParseClock(const std::string& text, uint32_t* group);
 bool ParseBudget(const std::string& text, uint32_t* basis_points);
 // 300 -> "3%", 250 -> "2.5%", 0 -> "off".
 std::string BudgetText(uint32_t basis_points);
-std::string HistoryText(uint64_t ns);  // "2s", "500ms", "off" (0)  // "exact" -> 1, "fast" -> 8, "fast:16" -> 16
+std::string HistoryText(uint64_t ns);  // "2s", "500ms", "976us", "off" (0)
 // "PATTERN:DURATION[,PATTERN:DURATION...]"; the duration follows the last colon.
 bool ParseWatches(const std::string& text, std::vector<Watch>* out, std::string* why);
 // The variables lookback reads, for `lookback record` and config files.

@@ -263,7 +263,7 @@ TEST_P(Budget, ABusyThreadsRingIsMadeToHoldTheHistoryAsked) {
     }
     return longest;
   };
-  Recorded off = Record("budget_history_off", {"--budget", "50", "--buffer-size", "4M"},
+  Recorded off = Record("budget_history_off", {"--budget", "50", "--history", "off", "--buffer-size", "4M"},
                         {"hot", "2.5", "truth.txt"}, GetParam());
   ASSERT_EQ(off.run.exit_code, 0) << off.run.err;
   EXPECT_EQ(off.dump.budget.history, "off");

@@ -138,21 +138,55 @@ TEST(Config, TheBudgetIsAPercentageOrOffAndDefaultsToThreePercent) {
   EXPECT_EQ(c.budget_bp, 300u);
 }
 
-TEST(Config, TheHistoryFloorIsADurationOrOffAndDefaultsToOff) {
+TEST(Config, TheHistoryFloorIsADurationOrOffAndDefaultsToTwoSecondsOfAnEightMiBRing) {
   std::vector<ConfigProblem> problems;
-  EXPECT_EQ(Parse({}, &problems).history_ns, 0u);
+  EXPECT_EQ(Parse({}, &problems).history_ns, 2000000000u);
   EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", "2s"}}, &problems).history_ns, 2000000000u);
   EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", "500ms"}}, &problems).history_ns, 500000000u);
   EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", "off"}}, &problems).history_ns, 0u);
+  // The default holds a busy thread to the same rate whatever its ring: a
+  // smaller ring, the same share of 2 s; a larger one, 2 s. An explicit
+  // value is taken as it is.
+  EXPECT_EQ(Parse({{"LOOKBACK_BUFFER_SIZE", "64K"}}, &problems).history_ns, 15625000u);
+  EXPECT_EQ(Parse({{"LOOKBACK_BUFFER_SIZE", "4K"}}, &problems).history_ns, 976562u);
+  EXPECT_EQ(Parse({{"LOOKBACK_BUFFER_SIZE", "32M"}}, &problems).history_ns, 2000000000u);
+  EXPECT_EQ(Parse({{"LOOKBACK_BUFFER_SIZE", "64K"}, {"LOOKBACK_HISTORY", "1s"}}, &problems).history_ns, 1000000000u);
   EXPECT_TRUE(problems.empty());
   EXPECT_EQ(HistoryText(2000000000u), "2s");
   EXPECT_EQ(HistoryText(500000000u), "500ms");
+  EXPECT_EQ(HistoryText(15625000u), "15ms");
+  EXPECT_EQ(HistoryText(976562u), "976us");
   EXPECT_EQ(HistoryText(0), "off");
   for (const char* bad : {"forever", "10ms", "2h", "-1s"}) {
     problems.clear();
-    EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", bad}}, &problems).history_ns, 0u) << bad;
+    EXPECT_EQ(Parse({{"LOOKBACK_HISTORY", bad}}, &problems).history_ns, 2000000000u) << bad;
     ASSERT_EQ(problems.size(), 1u) << bad;
     EXPECT_NE(problems[0].message.find("is not off or a duration from 100ms to 1h"), std::string::npos) << bad;
+    EXPECT_NE(problems[0].message.find("using the default, 2s"), std::string::npos) << problems[0].message;
+  }
+}
+
+// Every variable the runtime reads can be set from a config file too: the
+// file's names are checked against kConfigVariables, and LOOKBACK_HISTORY
+// was once read from the environment but refused in a file.
+std::vector<std::string>* g_asked;
+const char* RecordingEnv(const char* name) {
+  g_asked->push_back(name);
+  return nullptr;
+}
+
+TEST(Config, EveryVariableTheRuntimeReadsIsAcceptedInAConfigFile) {
+  std::vector<std::string> asked;
+  g_asked = &asked;
+  std::vector<ConfigProblem> problems;
+  ParseConfig(RecordingEnv, &problems);
+  ASSERT_GT(asked.size(), 20u);
+  for (const std::string& name : asked) {
+    // Set by `lookback attach` for the library it loads, not a user's setting.
+    if (name == "LOOKBACK_ATTACHED") continue;
+    bool known = false;
+    for (const char* const* v = kConfigVariables; *v; ++v) known = known || name == *v;
+    EXPECT_TRUE(known) << name << " is read but not in kConfigVariables";
   }
 }
 

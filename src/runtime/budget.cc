@@ -42,10 +42,6 @@ struct ThreadState {
   uint64_t filtered_per_s = 0;  // calls the filter dropped, per second of CPU time then
   bool seen = false;
   bool judged = false;       // estimate_bp and the rates are set
-  // It shed functions at its last judgement: the window after that began
-  // before the shed was published (the sample's scan takes milliseconds, at
-  // full price), so it is not judged but starts the next window.
-  bool rebase = false;
 
   // The next window starts here.
   void StartWindow(uint64_t at_pos, uint64_t at_filtered, uint64_t at_cpu_ns, uint64_t at_mono_ns) {
@@ -207,8 +203,11 @@ std::vector<uint64_t> Publish(const Budget& b, const std::vector<uint64_t>& befo
 // The shares come from a sample of the ring: a function with fewer than
 // kBudgetMinSampleRecords records in it is not judged by this sample (its
 // share is noise); if more must go, the next judgement, measured with the
-// others gone, sees it better. Caller holds b.mutex.
-void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, uint64_t tp_per_s,
+// others gone, sees it better. With `keep_one` (the history floor) the
+// last function the sample shows recording is not shed: once a loop's
+// callees are shed its caller may record the whole rate, and shedding it
+// would leave the ring nothing newer than the shed. Caller holds b.mutex.
+void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, bool keep_one, uint64_t tp_per_s,
               double own_share, uint64_t now_ns, double ticks_per_ns) {
   std::unordered_map<uint64_t, KeyCount> counts;
   const uint64_t counted = CountRecent(r, &counts);
@@ -217,12 +216,19 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, uint64_t
     uint64_t key;
     KeyCount c;
   };
+  // Shares are of the records of functions not shed: the sample reaches
+  // back before the latest sheds, and the window's rate is of what is left.
+  // Against the whole sample, a caller left alone once its callees went
+  // looked a few percent of the rate it had, and was shed on that word.
   std::vector<Candidate> order;
   order.reserve(counts.size());
+  uint64_t live = 0;
   for (const auto& [key, c] : counts) {
-    if (!std::binary_search(b.shed.begin(), b.shed.end(), key)) order.push_back({key, c});
+    if (std::binary_search(b.shed.begin(), b.shed.end(), key)) continue;
+    order.push_back({key, c});
+    live += c.records;
   }
-  if (order.empty()) return;
+  if (order.empty() || live == 0) return;
   auto mean_ticks = [](const KeyCount& c) { return c.timed ? c.ticks / c.timed : ~uint64_t{0}; };
   std::sort(order.begin(), order.end(), [&](const Candidate& a, const Candidate& z) {
     if (a.c.records != z.c.records) return a.c.records > z.c.records;
@@ -230,10 +236,11 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, uint64_t
     return a.key < z.key;
   });
   double saved = 0;
+  uint64_t remaining = live;  // records of functions neither shed nor being shed
   std::vector<uint64_t> added;
   for (const Candidate& cand : order) {
     if (saved >= excess_ns || b.shed.size() + added.size() >= kBudgetMaxShed) break;
-    const double share = static_cast<double>(cand.c.records) / static_cast<double>(counted);
+    const double share = static_cast<double>(cand.c.records) / static_cast<double>(live);
     const double rate = share * static_cast<double>(tp_per_s);  // its records per CPU second
     // The candidates are in falling order: none after one too rare to judge
     // is judged. There is no floor of cost besides: a flat profile (javac's
@@ -242,6 +249,8 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, uint64_t
     // and a floor of a twentieth of the budget left javac's main thread
     // at 23 % (docs/performance.md, "A flat profile").
     if (cand.c.records < kBudgetMinSampleRecords) break;
+    if (keep_one && remaining == cand.c.records) break;
+    remaining -= cand.c.records;
     saved += rate * b.cost.recorded_ns;
     added.push_back(cand.key);
     ShedFunction f;
@@ -333,11 +342,6 @@ uint64_t BudgetTick(uint64_t now_ns) {
       }
       const uint64_t dcpu = cpu - st.cpu_ns;
       if (dcpu < (st.judged ? kBudgetMinCpuNs : kBudgetFirstCpuNs)) continue;  // keep the baseline until there is enough to judge
-      if (st.rebase) {
-        st.rebase = false;
-        st.StartWindow(pos, filtered, cpu, now_ns);
-        continue;
-      }
       const uint64_t dpos = pos - st.pos, dfiltered = filtered - st.filtered;
       // What the ring counted: its records and the filter's dropped calls.
       const double counted = static_cast<double>(dpos) * b.cost.recorded_ns + static_cast<double>(dfiltered) * b.cost.filtered_ns;
@@ -375,15 +379,18 @@ uint64_t BudgetTick(uint64_t now_ns) {
       worst = std::max(worst, estimate);
       // History: a ring of C records holds H seconds of a thread that
       // records at most C / H a second. Per second of its CPU time, which is
-      // at most one of wall time, so the ring holds at least H. Held to two
-      // thirds of that rate, as the budget to two thirds of itself; and a
-      // thread recording over a quarter of it is not calm, as one over a
-      // quarter of the budget is not.
+      // at most one of wall time, so the ring holds at least H. A thread
+      // over two thirds of that rate is held to half of it: a new phase of a
+      // program records at full rate until its first judgement (20 ms of CPU
+      // at millions of records a second), and a thread held just under the
+      // rate itself had no room left for those bursts (H2's ring held 1.4-
+      // 1.8 s of 2). A thread recording over a quarter of it is not calm, as
+      // one over a quarter of the budget is not.
       double history_excess_ns = 0;
       if (history_ns != 0) {
         const double max_rate = static_cast<double>(r->mask + 1) * 1e9 / static_cast<double>(history_ns);
-        if (static_cast<double>(tp_per_s) > max_rate) {
-          history_excess_ns = (static_cast<double>(tp_per_s) - max_rate * 2 / 3) * b.cost.recorded_ns;
+        if (static_cast<double>(tp_per_s) > max_rate * 2 / 3) {
+          history_excess_ns = (static_cast<double>(tp_per_s) - max_rate / 2) * b.cost.recorded_ns;
         }
         if (static_cast<double>(tp_per_s) > max_rate / 4) worst = std::max(worst, budget / 4);
       }
@@ -402,10 +409,11 @@ uint64_t BudgetTick(uint64_t now_ns) {
         const size_t before = b.shed.size();
         // Over the target, in ns per second of the thread's CPU time.
         const double excess_ns = std::max(over_budget ? (recorded - budget * 2 / 3) * 1e9 : 0.0, history_excess_ns);
-        ShedFrom(b, *r, r->tid, excess_ns, tp_per_s, own / static_cast<double>(dcpu), now_ns,
+        // Over the budget, whatever it takes; for the history alone, never
+        // the last function recording.
+        ShedFrom(b, *r, r->tid, excess_ns, !over_budget, tp_per_s, own / static_cast<double>(dcpu), now_ns,
                  ticks_per_ns);
-        st.rebase = b.shed.size() != before;
-        changed = changed || st.rebase;
+        changed = changed || b.shed.size() != before;
       }
     }
     // Threads gone since: forget them.

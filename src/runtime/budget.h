@@ -28,13 +28,14 @@
 // built with the clang pass tests the function's own guard byte
 // (pass_guards.h), which also keeps nesting exact. Only a function with too
 // few records in the sample to judge is spared; there is no floor of cost, so
-// a flat profile sheds many functions. A thread that shed is not judged on
-// its next window, which began before the shed was published.
+// a flat profile sheds many functions. After a shed every thread's next
+// window starts from its publication.
 //
-// History (LOOKBACK_HISTORY, off by default). Also sheds, the same way, until
-// the thread records at most its ring's capacity over that duration per
-// second of its CPU time (two thirds of it as the target), so the ring holds
-// at least that long.
+// History (LOOKBACK_HISTORY, default 2 s of an 8 MiB ring, config.h). Also
+// sheds, the same way, while the thread records over two thirds of its
+// ring's capacity over that duration per second of its CPU time, down to
+// half of it, so the ring holds at least that long with room for the bursts
+// of new phases.
 //
 // Re-evaluate. Once no thread's estimate has been over a quarter of the
 // budget for kBudgetCalmNs (doubled after each return, up to 32 times), the
@@ -57,13 +58,17 @@
 
 namespace lookback::rt {
 
-inline constexpr uint64_t kBudgetTickNs = 25'000'000;
+inline constexpr uint64_t kBudgetTickNs = 10'000'000;
 // A thread is first judged once it has used this much CPU (a short program
 // is never shed), then each time it has used kBudgetMinCpuNs more: a new
 // phase of the program, with hot functions of its own, pays full price for
-// that long at most.
+// that long at most: a new phase of H2 (bench/jvm_workload.sh) records 8 M
+// trace points a second until then, and with windows of 25 ms (often 50,
+// when the thread was a little short of 25 at a tick of 25 ms) five such
+// bursts filled most of a ring. With ticks of 10 ms and windows of 8 ms a
+// busy thread is judged at every tick.
 inline constexpr uint64_t kBudgetFirstCpuNs = 100'000'000;
-inline constexpr uint64_t kBudgetMinCpuNs = 25'000'000;
+inline constexpr uint64_t kBudgetMinCpuNs = 8'000'000;
 // A function is shed on a sample's word only with at least this many
 // records in it: its share is then known within about a fifth.
 inline constexpr uint64_t kBudgetMinSampleRecords = 32;

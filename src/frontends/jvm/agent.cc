@@ -275,19 +275,28 @@ void CacheWriterMain() {
   // It looks at the queue every 50 ms rather than being woken per entry:
   // a wake-up per class (a futex call in the class hook) cost H2 23 ms of
   // its start-up.
+  //
+  // One entry at a time, the store lock held for that entry only: VMDeath
+  // (FinishCacheWrites) waits for the entry being written, then writes the
+  // rest itself at the exiting thread's priority. Holding the lock for a
+  // whole batch, a writer starved by busy CPUs (SCHED_IDLE gets next to
+  // nothing then) still held it when the JVM exited, the 200 ms wait ran out
+  // and the run's pack was never published (JvmClassCache's test, with both
+  // cores busy).
   std::unique_lock<std::mutex> lock(w.mutex);
   for (;;) {
     w.wake.wait_for(lock, std::chrono::milliseconds(50), [&] { return w.finished; });
     if (w.finished) return;
-    std::deque<std::pair<CacheKey, CacheEntry>> batch;
-    batch.swap(w.queue);
-    w.queued_bytes = 0;
-    std::lock_guard<std::timed_mutex> store(w.store);
-    lock.unlock();
-    for (const auto& [key, entry] : batch) {
-      if (g_cache.cache->Store(key, entry)) g_cache.stored.fetch_add(1, std::memory_order_relaxed);
+    while (!w.queue.empty() && !w.finished) {
+      std::pair<CacheKey, CacheEntry> item = std::move(w.queue.front());
+      w.queue.pop_front();
+      w.queued_bytes -= item.second.bytes.size();
+      std::unique_lock<std::timed_mutex> store(w.store);
+      lock.unlock();
+      if (g_cache.cache->Store(item.first, item.second)) g_cache.stored.fetch_add(1, std::memory_order_relaxed);
+      store.unlock();  // before the queue's lock: VMDeath takes them the other way round
+      lock.lock();
     }
-    lock.lock();
   }
 }
 

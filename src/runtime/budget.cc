@@ -381,7 +381,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
       // records at most C / H a second. Per second of its CPU time, which is
       // at most one of wall time, so the ring holds at least H. A thread
       // over two thirds of that rate is held to half of it: a new phase of a
-      // program records at full rate until its first judgement (20 ms of CPU
+      // program records at full rate until its next judgement (8 ms of CPU
       // at millions of records a second), and a thread held just under the
       // rate itself had no room left for those bursts (H2's ring held 1.4-
       // 1.8 s of 2). A thread recording over a quarter of it is not calm, as

@@ -364,6 +364,9 @@ uint64_t BudgetTick(uint64_t now_ns) {
       const double per_cpu_s = 1e9 / static_cast<double>(dcpu);
       const uint64_t tp_per_s = static_cast<uint64_t>(static_cast<double>(dpos) * per_cpu_s);
       st.filtered_per_s = static_cast<uint64_t>(static_cast<double>(dfiltered) * per_cpu_s);
+      // On CPU under a tenth of the time since its window began: as good as
+      // idle for calm (below).
+      const bool mostly_idle = now_ns > st.mono_ns && dcpu * 10 < now_ns - st.mono_ns;
       st.StartWindow(pos, filtered, cpu, now_ns);
       st.estimate_bp = static_cast<uint32_t>(std::min(estimate * 10000, 1e9));
       st.tp_per_s = tp_per_s;
@@ -375,8 +378,12 @@ uint64_t BudgetTick(uint64_t now_ns) {
       // shed while the thread stays busy (and come back once it idles).
       // Judging calm without it would bring them back every calm period
       // (3 s, doubling) even while they are hot, and on a loaded machine
-      // within a second or two of CPU.
-      worst = std::max(worst, estimate);
+      // within a second or two of CPU. A thread on CPU under a tenth of the
+      // time has idled, as far as calm goes: priced from a rate when shed, a
+      // thread polling every 50 ms was judged every 1.3 s of wall time once
+      // windows were 8 ms of CPU, each time over a quarter of the budget, and
+      // what it shed never came back (BudgetJvm's fold test, fast clock).
+      if (!mostly_idle) worst = std::max(worst, estimate);
       // History: a ring of C records holds H seconds of a thread that
       // records at most C / H a second. Per second of its CPU time, which is
       // at most one of wall time, so the ring holds at least H. A thread
@@ -392,7 +399,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
         if (static_cast<double>(tp_per_s) > max_rate * 2 / 3) {
           history_excess_ns = (static_cast<double>(tp_per_s) - max_rate / 2) * b.cost.recorded_ns;
         }
-        if (static_cast<double>(tp_per_s) > max_rate / 4) worst = std::max(worst, budget / 4);
+        if (static_cast<double>(tp_per_s) > max_rate / 4 && !mostly_idle) worst = std::max(worst, budget / 4);
       }
       // Shedding works on what the thread records: the calls of functions
       // already shed still cost their hook call (or JNI call) whatever is

@@ -228,7 +228,7 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, bool kee
     order.push_back({key, c});
     live += c.records;
   }
-  if (order.empty() || live == 0) return;
+  if (order.empty()) return;  // else live > 0: every key counted has a record
   auto mean_ticks = [](const KeyCount& c) { return c.timed ? c.ticks / c.timed : ~uint64_t{0}; };
   std::sort(order.begin(), order.end(), [&](const Candidate& a, const Candidate& z) {
     if (a.c.records != z.c.records) return a.c.records > z.c.records;

@@ -893,7 +893,12 @@ TEST(BudgetJvm, AShedMethodsProbesAreCompiledToNothingWhereC2InlinesIt) {
 TEST(BudgetJvm, CodeCompiledWhileAMethodWasFoldedRecordsItOnceItIsBack) {
   if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   const std::string dir = FreshDir("budget_jvm_fold_back");
-  const Recorded r = RecordJava(dir, {"--jvm-include", "HotLoop.*"},
+  // A ring that holds the whole second after step() came back: once it is
+  // shed again, workAgain() alone records, and the history floor keeps the
+  // last function recording. At 1 M calls/s (a fast CPU) an 8 MiB ring
+  // wrapped within that second and lost step()'s new calls (CI; a 2 MiB
+  // ring does it here).
+  const Recorded r = RecordJava(dir, {"--jvm-include", "HotLoop.*", "--buffer-size", "64M"},
                                 {"--add-opens", "java.base/java.lang=ALL-UNNAMED", "HotLoop", "fold", "1", "back"},
                                 {{"LOOKBACK_JVM_RETRANSFORM_AFTER", "off"}});
   ASSERT_EQ(r.run.exit_code, 0) << r.run.out << r.run.err;
@@ -912,8 +917,12 @@ TEST(BudgetJvm, CodeCompiledWhileAMethodWasFoldedRecordsItOnceItIsBack) {
   NestingSink sink;
   EXPECT_TRUE(model::Walk(d, sym, model::WalkOptions{}, sink).status.ok());
   uint64_t later = 0;
-  for (uint64_t k : steps) later += k == steps[0] ? 0 : sink.entries[k];
-  EXPECT_GT(later, 0u);
+  std::string per_key;  // for the failure's message
+  for (uint64_t k : steps) {
+    later += k == steps[0] ? 0 : sink.entries[k];
+    per_key += std::to_string(k) + ": " + std::to_string(sink.entries[k]) + " calls; ";
+  }
+  EXPECT_GT(later, 0u) << per_key << "\n" << RunProgram({Cli(), "info", Dumps(dir + "/dumps").at(0)}).out;
   const std::string note = d.metadata.count("note.jvm") ? d.metadata.at("note.jvm") : "";
   EXPECT_NE(note.find(" classes retransformed for it"), std::string::npos) << note;
 }

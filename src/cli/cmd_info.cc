@@ -118,7 +118,10 @@ void PrintBudget(const format::Dump& d, symbolize::Symbolizer& sym) {
   rt::ParseBudget(b.percent, &budget_bp);
   std::string line = b.percent + " of each thread's CPU time";
   if (b.history != "off") line += ", and a ring of at least " + b.history + " of each thread's history";
-  if (b.cost_ps != 0) {
+  if (b.cost_ps == 0 && b.percent != "off") {
+    // Measured when a thread is first judged (runtime/budget.h).
+    line += "; no thread has been judged yet (a thread is first judged once it has used 0.1 s of CPU time)";
+  } else if (b.cost_ps != 0) {
     line += fmt::format("; a trace point costs {:.1f} ns here, a shed function's call through the compiler hooks {:.1f} ns",
                         static_cast<double>(b.cost_ps) / 1000, static_cast<double>(b.filtered_cost_ps) / 1000);
     if (b.pass_shed_cost_ps != 0) {

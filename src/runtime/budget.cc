@@ -278,6 +278,26 @@ void BringBack(Budget& b) {
   ++b.returns;
 }
 
+// Times the trace point in use (MeasureTracePoint), once, when the first
+// thread has used enough CPU time to be judged: a program whose threads never
+// do (a compiler run by a build, a short JVM) never pays for it, 3-4 ms of
+// the control thread's CPU at start where every core is busy starting the
+// program (docs/performance.md, "The overhead budget").
+void MeasureCosts(Budget& b) {
+  // The JVM agent notes itself when it rewrites its first class (natives.cc).
+  bool managed = false;
+  for (const auto& [k, v] : Notes()) managed = managed || k == "jvm";
+  TracePointCost cost = MeasureTracePoint(managed);
+  if (managed) {
+    cost.recorded_ns += kJvmProbeCallNs;
+    cost.filtered_ns += kJvmProbeCallNs;
+  }
+  std::lock_guard<std::mutex> lock(b.mutex);
+  b.managed = managed;
+  b.cost = cost;
+  b.measured = true;
+}
+
 }  // namespace
 
 bool BudgetOn() { return R().config.budget_bp != 0; }
@@ -287,18 +307,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
   Budget& b = B();
   const double budget = R().config.budget_bp / 10000.0;
   const uint64_t history_ns = R().config.history_ns;
-  if (!b.measured) {
-    // The JVM agent notes itself when it rewrites its first class (natives.cc).
-    for (const auto& [k, v] : Notes()) b.managed = b.managed || k == "jvm";
-    TracePointCost cost = MeasureTracePoint(b.managed);
-    if (b.managed) {
-      cost.recorded_ns += kJvmProbeCallNs;
-      cost.filtered_ns += kJvmProbeCallNs;
-    }
-    std::lock_guard<std::mutex> lock(b.mutex);
-    b.cost = cost;
-    b.measured = true;
-  }
+  bool measure = false;  // a thread is ready for its first judgement, and the costs are not known yet
   const double ticks_per_ns = TicksPerNs();
   bool changed = false;
   double worst = 0;
@@ -342,6 +351,10 @@ uint64_t BudgetTick(uint64_t now_ns) {
       }
       const uint64_t dcpu = cpu - st.cpu_ns;
       if (dcpu < (st.judged ? kBudgetMinCpuNs : kBudgetFirstCpuNs)) continue;  // keep the baseline until there is enough to judge
+      if (!b.measured) {  // judged at the next tick, on the same baseline
+        measure = true;
+        continue;
+      }
       const uint64_t dpos = pos - st.pos, dfiltered = filtered - st.filtered;
       // What the ring counted: its records and the filter's dropped calls.
       const double counted = static_cast<double>(dpos) * b.cost.recorded_ns + static_cast<double>(dfiltered) * b.cost.filtered_ns;
@@ -476,6 +489,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
   }
   // Outside b.mutex: the listener may ask for the keys.
   if (void (*listener)() = g_shed_listener.load(std::memory_order_acquire); changed && listener != nullptr) listener();
+  if (measure) MeasureCosts(b);
   return now_ns + kBudgetTickNs;
 }
 

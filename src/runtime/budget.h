@@ -9,8 +9,9 @@
 // (kBudgetFirstCpuNs, then kBudgetMinCpuNs), the records written since then
 // (Ring::pos), the calls the filter dropped (Ring::filtered) and the thread's
 // CPU time, and prices the records at the cost of one trace point measured
-// at start on this machine, for the clock mode and front-end in use
-// (MeasureTracePoint). The calls of functions shed through the clang pass's
+// on this machine, for the clock mode and front-end in use, when the first
+// thread is ready to be judged (MeasureTracePoint; a short program never
+// pays for it). The calls of functions shed through the clang pass's
 // guards are not counted where they run (that would be a store per call,
 // most of what such a call costs): they are priced from the rate at which
 // the thread made them when they were shed, per second of its own work. The

@@ -125,6 +125,27 @@ TEST_P(Budget, TheHottestFunctionIsShedAndTheDumpSaysWhenWhyAndByWhichThread) {
   EXPECT_EQ(rows, (Rows{{"leaf", std::to_string(tid), "1"}}));
 }
 
+// The trace point's cost is timed when a thread is first ready to be judged
+// (0.1 s of its CPU time): a program that ends before, as most of the
+// processes of a build do, never pays for the timing (3-4 ms of CPU at
+// start), and its dump says that nothing was judged.
+TEST_P(Budget, AProgramThatEndsBeforeItsFirstJudgementNeverTimesTheTracePoint) {
+  if (Skip()) GTEST_SKIP() << "no clang pass in this build";
+  // (No log of its calls: writing it takes more CPU time than the calls.)
+  Recorded r = Record("budget_short", {}, {"hot", "0.03"}, GetParam());
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  const format::BudgetInfo& b = r.dump.budget;
+  EXPECT_EQ(b.percent, "3%");
+  EXPECT_EQ(b.cost_ps, 0u);
+  EXPECT_EQ(b.pass_shed_cost_ps, 0u);
+  EXPECT_TRUE(b.threads.empty());
+  EXPECT_TRUE(b.shed.empty());
+  const std::string info = RunProgram({Cli(), "info", Dumps(r.dir + "/dumps")[0]}).out;
+  EXPECT_NE(info.find("no thread has been judged yet"), std::string::npos) << info;
+  // Every call is recorded: the leaf's among them.
+  EXPECT_NE(KeyNamed(r.dump, DumpEvents(r.dump), "leaf"), 0u);
+}
+
 TEST_P(Budget, TheDecodedCallsAreTheGroundTruthWithTheShedFunctionsCallsRemoved) {
   if (Skip()) GTEST_SKIP() << "no clang pass in this build";
   // A ring small enough to be filled after the shed (1024 records), and for

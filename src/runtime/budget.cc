@@ -351,7 +351,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
       }
       const uint64_t dcpu = cpu - st.cpu_ns;
       if (dcpu < (st.judged ? kBudgetMinCpuNs : kBudgetFirstCpuNs)) continue;  // keep the baseline until there is enough to judge
-      if (!b.measured) {  // judged at the next tick, on the same baseline
+      if (!b.measured) {  // judged right after the timing, on the same baseline
         measure = true;
         continue;
       }
@@ -489,7 +489,10 @@ uint64_t BudgetTick(uint64_t now_ns) {
   }
   // Outside b.mutex: the listener may ask for the keys.
   if (void (*listener)() = g_shed_listener.load(std::memory_order_acquire); changed && listener != nullptr) listener();
-  if (measure) MeasureCosts(b);
+  if (measure) {
+    MeasureCosts(b);
+    return now_ns;  // and judge it at once (the control loop ticks again when this time is past)
+  }
   return now_ns + kBudgetTickNs;
 }
 

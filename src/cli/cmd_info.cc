@@ -249,6 +249,11 @@ Outcome Run(const InfoOptions& o) {
     uint64_t snapshot_tsc;
   };
   std::vector<Where> wheres;
+  std::vector<std::pair<uint32_t, double>> short_history;  // wrapped rings holding less than the history floor asks
+  uint64_t history_ns = 0;
+  if (d.budget.percent != "off" && d.budget.history != "off" && !d.budget.history.empty()) {
+    rt::ParseDuration(d.budget.history, &history_ns);
+  }
   std::vector<uint64_t> bounds;  // fast-clock threads: every event's bound width, ticks
   uint32_t fast_threads = 0;
   uint64_t off_cpu = 0;
@@ -280,6 +285,18 @@ Outcome Run(const InfoOptions& o) {
                state);
     wheres.push_back({t.tid, t.name, m.stack(), t.snapshot_tsc});
     off_cpu += st.off_cpu;
+    if ((t.flags & format::kThreadWrapped) && span_ns > 0 && span_ns < static_cast<double>(history_ns)) {
+      short_history.emplace_back(t.tid, span_ns);
+    }
+  }
+  // The history floor (runtime/budget.cc) is a target, not a promise: a
+  // thread is first judged after 0.1 s of its CPU time and then every 8 ms,
+  // and the floor never sheds the last function a thread still records.
+  for (const auto& [tid, span] : short_history) {
+    fmt::print("  history       thread {}'s ring holds {} of the {} asked: the budget had not brought its rate down "
+               "yet, or one function alone records faster (the floor never sheds the last function a thread records); "
+               "a larger --buffer-size holds more\n",
+               tid, HumanNs(static_cast<uint64_t>(span)), d.budget.history);
   }
   if (fast_threads != 0) PrintBounds(bounds, fast_threads, off_cpu, clock);
   PrintSamples(d, clock);

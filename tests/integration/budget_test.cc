@@ -306,6 +306,28 @@ TEST_P(Budget, ABusyThreadsRingIsMadeToHoldTheHistoryAsked) {
   EXPECT_NE(info.find("and a ring of at least 2s of each thread's history"), std::string::npos) << info;
 }
 
+// The floor is a target: it never sheds the last function a thread still
+// records, so on a 64 KiB ring (8,192 records) outer's calls alone, once
+// leaf and mid are shed, fill it many times a second. info says which
+// thread's ring holds less than asked, and why; with the floor off it says
+// nothing of it.
+TEST_P(Budget, InfoSaysWhichRingHoldsLessHistoryThanAskedAndWhy) {
+  if (Skip()) GTEST_SKIP() << "no clang pass in this build";
+  Recorded r = Record("budget_history_short", {"--buffer-size", "64K", "--history", "2s"}, {"hot", "1.0"}, GetParam());
+  ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+  ASSERT_EQ(r.dump.threads.size(), 1u);
+  ASSERT_TRUE(r.dump.threads[0].flags & format::kThreadWrapped);
+  const std::string info = RunProgram({Cli(), "info", Dumps(r.dir + "/dumps")[0]}).out;
+  const std::string line = "  history       thread " + std::to_string(r.dump.threads[0].tid) + "'s ring holds ";
+  EXPECT_NE(info.find(line), std::string::npos) << info;
+  EXPECT_NE(info.find(" of the 2s asked: "), std::string::npos) << info;
+  EXPECT_NE(info.find("never sheds the last function a thread records"), std::string::npos) << info;
+  Recorded off = Record("budget_history_short_off", {"--buffer-size", "64K", "--history", "off"}, {"hot", "0.3"}, GetParam());
+  ASSERT_EQ(off.run.exit_code, 0) << off.run.err;
+  const std::string off_info = RunProgram({Cli(), "info", Dumps(off.dir + "/dumps")[0]}).out;
+  EXPECT_EQ(off_info.find("  history  "), std::string::npos) << off_info;
+}
+
 INSTANTIATE_TEST_SUITE_P(FrontEnds, Budget, ::testing::Values("budget", "budget-pass"),
                          [](const ::testing::TestParamInfo<const char*>& p) {
                            return std::string(p.param) == "budget" ? std::string("hooks") : std::string("pass");

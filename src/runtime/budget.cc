@@ -58,7 +58,6 @@ constexpr uint64_t kUntilPending = ~uint64_t{0};
 struct Budget {
   std::mutex mutex;  // guards everything below: the control thread writes, dumps read
   bool measured = false;
-  bool managed = false;
   TracePointCost cost;
   std::unordered_map<uint32_t, ThreadState> threads;
   std::vector<ShedFunction> history;  // every shed, in order; until_ns set when it came back
@@ -293,7 +292,6 @@ void MeasureCosts(Budget& b) {
     cost.filtered_ns += kJvmProbeCallNs;
   }
   std::lock_guard<std::mutex> lock(b.mutex);
-  b.managed = managed;
   b.cost = cost;
   b.measured = true;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "frontends/jvm/bytecode.h"
 #include "frontends/jvm/classfile.h"
 #include "frontends/jvm/probe_class.h"
 
@@ -72,6 +73,59 @@ TEST(ProbeClass, EnterAndExitAreInlinedByC2ButCalledByC1) {
       ASSERT_TRUE(code.ok());
       EXPECT_GT(code.value().code.size(), 35u) << name << ": C1 would inline it";
       EXPECT_LE(code.value().code.size(), 325u) << name << ": C2 would not inline it";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2u);
+}
+
+// The interpreter runs every probe of code not yet compiled, and pays a frame
+// for each call a probe makes: with a helper for the fold test and Unsafe's
+// address-only getByte(long) (a Java wrapper around the native), a recorded
+// call under -Xint cost twice as much (LookbackProbe.java). So on their way to
+// the natives, enter and exit call nothing but LookbackProbe's own natives,
+// `untimed` (the fast clock's path, a constant false with the exact clock),
+// and Unsafe's (Object, long) accessors, which are natives themselves.
+TEST(ProbeClass, EnterAndExitCallNoJavaHelperOnTheirWayToTheNatives) {
+  const std::vector<uint8_t> bytes = ProbeClassBytes(false);
+  auto parsed = ClassFile::Parse(std::span<const uint8_t>(bytes.data(), bytes.size()));
+  ASSERT_TRUE(parsed.ok());
+  const ClassFile& cf = parsed.value();
+  std::set<std::string> natives;
+  for (const Member& m : cf.methods) {
+    if (m.access_flags & 0x0100) natives.insert(std::string(*cf.cp.Utf8(m.name_index)));  // ACC_NATIVE
+  }
+  size_t checked = 0;
+  for (const Member& m : cf.methods) {
+    const std::string name(*cf.cp.Utf8(m.name_index));
+    if (name != "enter" && name != "exit") continue;
+    for (const Attribute& a : m.attributes) {
+      if (cf.AttributeName(a) != "Code") continue;
+      auto code = CodeAttribute::Parse(a.info);
+      ASSERT_TRUE(code.ok());
+      const std::vector<uint8_t>& c = code.value().code;
+      auto insns = DecodeInstructions(std::span<const uint8_t>(c.data(), c.size()));
+      ASSERT_TRUE(insns.ok());
+      size_t calls = 0;
+      for (const Insn& in : insns.value()) {
+        if (in.op < kOpInvokevirtual || in.op > kOpInvokedynamic) continue;
+        ++calls;
+        const uint16_t ref = ReadU2(std::span<const uint8_t>(c.data(), c.size()), in.offset + 1);
+        const std::string owner(cf.cp.RefClassName(ref).value_or("?"));
+        const auto nt = cf.cp.RefNameAndType(ref);
+        ASSERT_TRUE(nt.has_value()) << name << " at " << in.offset;
+        const std::string callee(nt->first), descriptor(nt->second);
+        if (owner == kProbeClass) {
+          EXPECT_TRUE(natives.count(callee) || callee == "untimed")
+              << name << " calls " << callee << ", a Java helper the interpreter pays a frame for";
+        } else {
+          EXPECT_EQ(owner, "jdk/internal/misc/Unsafe") << name << " calls " << owner << "." << callee;
+          EXPECT_EQ(descriptor.rfind("(Ljava/lang/Object;J", 0), 0u)
+              << name << " calls Unsafe." << callee << descriptor
+              << ": the address-only form is a Java wrapper around the (Object, long) native";
+        }
+      }
+      EXPECT_GE(calls, 2u) << name << ": the guard's read and the natives";
       ++checked;
     }
   }

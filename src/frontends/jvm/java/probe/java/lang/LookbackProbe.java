@@ -77,10 +77,22 @@ public final class LookbackProbe {
   // invocation running while the budget sheds or brings back its method may
   // keep only one of its two records, which the decoder repairs, as it does
   // for the filter.
+  //
+  // The interpreter runs every probe of a class's first calls, so the tests
+  // are written out here, not in a helper, and read memory through Unsafe's
+  // (Object, long) natives, not its address-only wrappers: the interpreter
+  // pays a frame for every call, C2 and C1 inline both forms alike. A
+  // recorded call in code run with -Xint cost 160 ns a trace point with a
+  // helper for the fold and Unsafe.getByte(long), 80 ns without
+  // (docs/jvm.md, "The probe in the interpreter";
+  // ProbeClass.EnterAndExitCallNoJavaHelperOnTheirWayToTheNatives checks it).
   public static void enter(int id) {
     if (on) {
       final long i = id & 0xffffffffL;
-      if ((i >= GUARD_COUNT || (!folded(i) && U.getByte(GUARDS + i) == 0)) && !(DIRECT && untimed(id, UNTIMED_ENTRY))) {
+      final byte[] fold;  // FOLD's page of method i: a non-zero byte, a constant to C2, is a shed method
+      if ((i >= GUARD_COUNT || ((fold = FOLD[(int) (i >>> 12)]) == null || fold[(int) i & 4095] == 0)
+                                   && U.getByte(null, GUARDS + i) == 0)
+          && !(DIRECT && untimed(id, UNTIMED_ENTRY))) {
         enterNative(id);
       }
     }
@@ -89,16 +101,13 @@ public final class LookbackProbe {
   public static void exit(int id) {
     if (on) {
       final long i = id & 0xffffffffL;
-      if ((i >= GUARD_COUNT || (!folded(i) && U.getByte(GUARDS + i) == 0)) && !(DIRECT && untimed(id, UNTIMED_EXIT))) {
+      final byte[] fold;
+      if ((i >= GUARD_COUNT || ((fold = FOLD[(int) (i >>> 12)]) == null || fold[(int) i & 4095] == 0)
+                                   && U.getByte(null, GUARDS + i) == 0)
+          && !(DIRECT && untimed(id, UNTIMED_EXIT))) {
         exitNative(id);
       }
     }
-  }
-
-  // Method i (< GUARD_COUNT) is shed, as a constant to C2 once it is.
-  private static boolean folded(long i) {
-    final byte[] page = FOLD[(int) (i >>> 12)];
-    return page != null && page[(int) i & 4095] != 0;
   }
 
   // Writes the untimed record of method `id` to the calling thread's ring if
@@ -115,7 +124,7 @@ public final class LookbackProbe {
     // on-CPU word (immutable), so that word is one load from the entry
     // rather than two from the ring.
     final long entry = RINGS + (tid << 4);
-    final long r = U.getLong(entry);
+    final long r = U.getLong(null, entry);
     if (r <= 0) {
       if (r == 0) bind(tid);
       return false;
@@ -125,8 +134,8 @@ public final class LookbackProbe {
     // pos >= next_sync; that holds whenever clock_mask is not 0, since the
     // slow path sets next_sync to 0 when it makes a ring dense, and whoever
     // sets it again while the ring is dense clears the on-CPU word too.)
-    final long pos = U.getLong(r + POS);
-    if ((pos & (U.getInt(r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getAddress(entry + 8)) == 0) {
+    final long pos = U.getLong(null, r + POS);
+    if ((pos & (U.getInt(null, r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getLong(null, entry + 8)) == 0) {
       return false;
     }
     final long key = METHOD_KEY | id;
@@ -138,22 +147,22 @@ public final class LookbackProbe {
     if ((id & 0xffffffffL) >= GUARD_COUNT) {
       final long table = U.getLongAcquire(null, FILTER);
       if (table != 0 && filtered(table, key)) {
-        U.putLong(r + FILTERED, U.getLong(r + FILTERED) + 1);  // CountFiltered
+        U.putLong(null, r + FILTERED, U.getLong(null, r + FILTERED) + 1);  // CountFiltered
         return true;
       }
     }
     // Publish: the slot, then pos, each a release store (plain movs on x86-64).
     // The slot is at the lap's base + 8 * pos (hot_path.h, Ring::lap).
-    U.putLongRelease(null, U.getLong(r + LAP) + (pos << 3), kind | key);
+    U.putLongRelease(null, U.getLong(null, r + LAP) + (pos << 3), kind | key);
     U.putLongRelease(null, r + POS, pos + 1);
     return true;
   }
 
   // exclude.h, Excluded: table[0] the slot mask, then the keys, 0 empty.
   private static boolean filtered(long table, long key) {
-    final long mask = U.getLong(table);
+    final long mask = U.getLong(null, table);
     for (long i = (key * 0x9E3779B97F4A7C15L) >>> 40;; ++i) {
-      final long k = U.getLong(table + 8 + ((i & mask) << 3));
+      final long k = U.getLong(null, table + 8 + ((i & mask) << 3));
       if (k == key) return true;
       if (k == 0) return false;
     }

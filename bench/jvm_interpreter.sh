@@ -39,7 +39,8 @@ run() {  # mode -> elapsed ns
     env "${envs[@]}" "$tool" record -q --dir "$work/dumps" "${flags[@]}" -- "${java[@]}" 2>/dev/null
   fi | sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p'
 }
-median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# shellcheck source=bench/median.sh
+source "$(dirname "${BASH_SOURCE[0]}")/median.sh"
 
 "$(dirname "${BASH_SOURCE[0]}")/machine_header.sh" "$build"
 echo "# $(java -version 2>&1 | head -n 1); -Xint; $rounds interleaved rounds of $calls calls (3 traced calls, 6 trace points each)"

@@ -64,7 +64,8 @@ run() {  # program mode
   echo $(((t1 - t0) / 1000000))
 }
 
-median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# shellcheck source=bench/median.sh
+source "$(dirname "${BASH_SOURCE[0]}")/median.sh"
 
 "$(dirname "${BASH_SOURCE[0]}")/machine_header.sh" "$build"
 echo "# $(java -version 2>&1 | head -n 1); $rounds interleaved rounds; ms to the first output (empty: to the exit)"

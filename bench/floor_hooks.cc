@@ -4,6 +4,15 @@
 //   initial-exec TLS pointer to a ring -> rdtsc -> one 8-byte store at
 //   slots[pos & mask] -> pos + 1
 //
+// Built a second time with -DLB_FLOOR_GROUP=8 (listing1_floor_fast): the
+// floor of a fast-clock recorder, which reads the clock at one record in 8
+// (lookback's default group, LOOKBACK_CLOCK=fast) and writes the others
+// untimed. Every record still needs its slot, so the chain from one trace
+// point's position store to the next one's load remains: on a CPU without
+// memory renaming (Intel) that store-to-load forwarding is most of what an
+// untimed record costs, and this floor measures it (docs/performance.md,
+// "The fast clock's floor").
+//
 // Nothing else: no null check, no thread setup, no epoch or function-base
 // bookkeeping, no slow path. One ring, set up by a constructor for the
 // thread that loads the library (the benchmark's only thread; any other
@@ -71,12 +80,19 @@ __attribute__((constructor, no_instrument_function)) static void FloorInit() {
 
 namespace {
 
+#ifndef LB_FLOOR_GROUP
+#define LB_FLOOR_GROUP 1
+#endif
+static_assert((LB_FLOOR_GROUP & (LB_FLOOR_GROUP - 1)) == 0, "the clock group is a power of two");
+
 __attribute__((always_inline, no_instrument_function)) inline void FloorRecord(uint64_t exit_bit, void* fn) {
   FloorRing* r = floor_tls_ring;
   const uint64_t pos = r->pos;
   // Same shape as lookback's 8-byte event: timestamp bits, an exit flag and
   // the low 32 bits of the function address.
-  r->slots[pos & r->mask] = (__rdtsc() << 33) | exit_bit | static_cast<uint32_t>(reinterpret_cast<uintptr_t>(fn));
+  uint64_t record = exit_bit | static_cast<uint32_t>(reinterpret_cast<uintptr_t>(fn));
+  if (LB_FLOOR_GROUP == 1 || (pos & (LB_FLOOR_GROUP - 1)) == 0) record |= __rdtsc() << 33;
+  r->slots[pos & r->mask] = record;
   __atomic_store_n(&r->pos, pos + 1, __ATOMIC_RELEASE);
 }
 

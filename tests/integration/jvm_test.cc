@@ -89,14 +89,18 @@ struct JvmRun {
 // which inline mode leaves unprobed by default) must be traced too.
 // `flags` replace `--jvm-include CallTree.*` (only the program's own methods).
 JvmRun RecordCallTree(const std::string& name, const std::string& mode, int threads, int calls,
-                      const std::vector<std::string>& flags = {"--jvm-include", "CallTree.*"}) {
+                      const std::vector<std::string>& flags = {"--jvm-include", "CallTree.*"},
+                      const std::vector<std::string>& java_options = {}) {
   JvmRun run;
   const std::string dir = FreshDir(name);
   const std::string gt = dir + "/ground-truth.txt";
   std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-mode", mode, "--jvm-probe-inlined"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  for (const std::string& a : {std::string("--"), std::string(LOOKBACK_TEST_JAVA), std::string("-cp"),
-                               std::string(LOOKBACK_TEST_JAVA_CLASSES), std::string("CallTree"), std::to_string(threads),
+  argv.push_back("--");
+  argv.push_back(LOOKBACK_TEST_JAVA);
+  argv.insert(argv.end(), java_options.begin(), java_options.end());
+  for (const std::string& a : {std::string("-cp"), std::string(LOOKBACK_TEST_JAVA_CLASSES), std::string("CallTree"),
+                               std::to_string(threads),
                                std::to_string(calls), std::string("42"), gt})
     argv.push_back(a);
   run.result = RunProgram(argv);
@@ -217,6 +221,42 @@ TEST(JvmStartup, ByDefaultTheJdksStartUpClassesKeepTheirCodeAndTheProgramIsTrace
                                         {"--budget", "off", "--slow-call", "java.lang.String.*:10s"});
   ExpectSameCalls(watched, 2);
   EXPECT_GT(string_methods(watched.dump), 0u);
+}
+
+// The JDK classes that the launcher loads after tracing starts and before
+// the main class (sun.launcher.LauncherHelper, the class path's loaders,
+// permissions: about 30) keep their code too, and the `jvm` note counts
+// them. The window closes at the main class whatever loads it: the
+// application loader (-cp), or the boot loader (-Xbootclasspath/a, where
+// only its name from sun.java.command tells it from the JDK's classes); a
+// window left open would leave the program untraced.
+TEST(JvmStartup, TheLaunchersClassesKeepTheirCodeAndTheMainClassIsTracedWhateverLoadsIt) {
+  REQUIRE_JVM();
+  auto launcher_note = [](const std::string& dump) -> uint64_t {
+    const std::string& jvm = MustOpen(dump).metadata.at("note.jvm");
+    const size_t at = jvm.find(" JDK classes the launcher loaded before the main class keep their code");
+    if (at == std::string::npos) return 0;
+    return std::stoull(jvm.substr(jvm.rfind("; ", at) + 2));
+  };
+  auto launcher_methods = [](const std::string& dump) {
+    const RunResult report = RunProgram({Cli(), "report", "--top", "1000000", dump});
+    EXPECT_EQ(report.exit_code, 0) << report.err;
+    return report.out.find("sun.launcher.LauncherHelper.") != std::string::npos;
+  };
+  const JvmRun app = RecordCallTree("jvm-launcher-app", "inline", 2, 200, {"--budget", "off"});
+  ExpectSameCalls(app, 2);
+  EXPECT_GT(launcher_note(app.dump), 10u) << MustOpen(app.dump).metadata.at("note.jvm");
+  EXPECT_FALSE(launcher_methods(app.dump));
+  const JvmRun boot = RecordCallTree("jvm-launcher-boot", "inline", 2, 200, {"--budget", "off"},
+                                     {std::string("-Xbootclasspath/a:") + LOOKBACK_TEST_JAVA_CLASSES});
+  ExpectSameCalls(boot, 2);
+  EXPECT_GT(launcher_note(boot.dump), 0u) << MustOpen(boot.dump).metadata.at("note.jvm");
+  // With --jvm-startup sync the launcher's classes get their probes as they
+  // load. (Whether their calls are still in the dump depends on the ring:
+  // java.base's probed String methods fill it.)
+  const JvmRun sync = RecordCallTree("jvm-launcher-sync", "inline", 2, 200, {"--budget", "off", "--jvm-startup", "sync"});
+  ExpectSameCalls(sync, 2);
+  EXPECT_EQ(launcher_note(sync.dump), 0u);
 }
 
 // The cache of rewritten classes (docs/jvm.md, "The class cache"): a second

@@ -112,6 +112,21 @@ struct Options {
 // destructors.
 Options& g_options = *new Options;
 std::atomic<bool> g_probe_ready{false};  // java.lang.LookbackProbe defined: classes may call it
+
+// The launcher's window (startup=skip): from VMInit until the program's main
+// class loads, the JDK's launcher (sun.launcher.LauncherHelper, the class
+// path's loaders, permissions, Locale, ...: about 40 classes for an empty
+// main) loads the classes that find and check the main class. They come
+// from the CDS archive unless the hook changes them, so rewriting them cost
+// every traced JVM about 4 ms before main (parsing them instead of mapping
+// them, their probes run in the interpreter); they are JDK start-up code as
+// much as the classes loaded before VMInit, and are left as they are too.
+// The window closes at the first class of another loader than the boot and
+// platform loaders (the main class, jdk.compiler's too, and any -jar main),
+// or at the class named by sun.java.command (a main on the boot class path).
+std::atomic<bool> g_launcher_window{false};
+jobject g_platform_loader = nullptr;  // a global ref, set before the window opens
+std::string g_main_class;             // "pkg/Main" from sun.java.command, or empty
 // Loaded into a running JVM (`lookback attach`), not at its start.
 bool g_live = false;
 // Listener mode: the only class rewritten is java.lang.Thread, for its rename hook.
@@ -391,9 +406,22 @@ void OpenClassCache() {
 void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned char* data, jint* new_len,
                    unsigned char** new_data);
 
-void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv*, jclass, jobject, const char* name, jobject, jint len,
-                             const unsigned char* data, jint* new_len, unsigned char** new_data) {
+// True while a class loading now is JDK launcher code, which keeps its code
+// (g_launcher_window); closes the window at the first class that is not.
+bool InLauncherWindow(JNIEnv* jni, jclass redefined, jobject loader, const char* name) {
+  if (!g_launcher_window.load(std::memory_order_relaxed) || redefined != nullptr) return false;
+  if ((loader == nullptr || jni->IsSameObject(loader, g_platform_loader)) && g_main_class != name) {
+    g_stats.launcher_skipped.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  g_launcher_window.store(false, std::memory_order_relaxed);
+  return false;
+}
+
+void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv* jni, jclass redefined, jobject loader, const char* name, jobject,
+                             jint len, const unsigned char* data, jint* new_len, unsigned char** new_data) {
   if (!g_probe_ready.load(std::memory_order_acquire) || name == nullptr || NeverRewritten(name)) return;
+  if (InLauncherWindow(jni, redefined, loader, name)) return;
   timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   RewriteInHook(jvmti, name, len, data, new_len, new_data);
@@ -619,6 +647,32 @@ bool StartAgentThread(jvmtiEnv* jvmti, JNIEnv* jni, const char* name, jvmtiStart
 
 namespace {
 
+// Opens the launcher's window (g_launcher_window) at VMInit; leaves it shut
+// when the platform loader cannot be had.
+void OpenLauncherWindow(jvmtiEnv* jvmti, JNIEnv* jni) {
+  jclass loader_class = jni->FindClass("java/lang/ClassLoader");
+  jmethodID get = loader_class != nullptr
+                      ? jni->GetStaticMethodID(loader_class, "getPlatformClassLoader", "()Ljava/lang/ClassLoader;")
+                      : nullptr;
+  jobject platform = get != nullptr ? jni->CallStaticObjectMethod(loader_class, get) : nullptr;
+  if (jni->ExceptionCheck() || platform == nullptr) {
+    jni->ExceptionClear();
+    return;
+  }
+  g_platform_loader = jni->NewGlobalRef(platform);
+  // "pkg.Main args", "module/pkg.Main args" (-m) or "app.jar args" (-jar,
+  // whose main class the application loader loads).
+  char* command = nullptr;
+  if (jvmti->GetSystemProperty("sun.java.command", &command) == JVMTI_ERROR_NONE && command != nullptr) {
+    std::string main(command, strcspn(command, " "));
+    jvmti->Deallocate(reinterpret_cast<unsigned char*>(command));
+    if (const size_t slash = main.find('/'); slash != std::string::npos) main = main.substr(slash + 1);
+    for (char& c : main) c = c == '.' ? '/' : c;
+    if (main.size() < 4 || main.compare(main.size() - 4, 4, "/jar") != 0) g_main_class = std::move(main);
+  }
+  g_launcher_window.store(g_platform_loader != nullptr, std::memory_order_relaxed);
+}
+
 bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   OpenClassCache();
   if (g_probe_class == nullptr) {  // (attached again after a detach: it exists)
@@ -637,6 +691,16 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   // and call nothing (the cost of tracing off, docs/jvm.md), until a thread
   // asks for tracing (START_TRACING).
   jni->SetStaticBooleanField(probe, on, TracingOffAtStart() ? JNI_FALSE : JNI_TRUE);
+  // What the user names is traced from its first call, launcher class or not.
+  std::vector<std::string> named_globs = g_options.include;
+  if (const char* v = getenv("LOOKBACK_SLOW_CALL"); v != nullptr && *v != '\0') {
+    std::vector<rt::Watch> watches;
+    std::string why;
+    if (rt::ParseWatches(v, &watches, &why)) {
+      for (const rt::Watch& w : watches) named_globs.push_back(w.pattern);
+    }
+  }
+  if (g_options.startup == Startup::kSkip && !g_live && named_globs.empty()) OpenLauncherWindow(jvmti, jni);
   g_probe_ready.store(true, std::memory_order_release);
   jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
 
@@ -668,14 +732,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     // too, start-up class or not, and a --slow-call glob must see the calls
     // it watches (the budget never sheds them either). Those few are
     // retransformed now.
-    std::vector<std::string> globs = g_options.include;
-    if (const char* v = getenv("LOOKBACK_SLOW_CALL"); v != nullptr && *v != '\0') {
-      std::vector<rt::Watch> watches;
-      std::string why;
-      if (rt::ParseWatches(v, &watches, &why)) {
-        for (const rt::Watch& w : watches) globs.push_back(w.pattern);
-      }
-    }
+    const std::vector<std::string>& globs = named_globs;
     uint64_t kept = 0;
     std::vector<jclass> named;
     for (jclass c : ModifiableClasses(jvmti)) {

@@ -165,6 +165,9 @@ struct AgentStats {
   // startup=skip: the classes loaded before the probe class that keep their
   // code (all but java.lang.Thread).
   std::atomic<uint64_t> startup_skipped{0};
+  // startup=skip: the JDK classes the launcher loaded after VMInit, before
+  // the main class, that keep their code (agent.cc, g_launcher_window).
+  std::atomic<uint64_t> launcher_skipped{0};
   std::atomic<uint64_t> guarded_methods{0};       // methods given a guard byte (RegisterGuards)
   std::atomic<uint64_t> java_writing_threads{0};  // threads bound to their fast-clock ring (BindJavaRing)
   std::atomic<bool> java_writes{false};  // LookbackProbe writes untimed records itself (writes=java and the runtime allows it)

@@ -305,6 +305,10 @@ std::string AgentStats::Summary() {
   if (const uint64_t folded = shed_folded.load()) {
     s += "; " + std::to_string(folded) + " shed methods' probes are compiled to nothing by C2 from now on";
   }
+  if (const uint64_t launcher = launcher_skipped.load()) {
+    s += "; " + std::to_string(launcher) +
+         " JDK classes the launcher loaded before the main class keep their code and are not traced (startup=skip)";
+  }
   const uint64_t hooked = classes_rewritten.load() + classes_unchanged.load() + classes_failed.load();
   const uint64_t hits = cache_hits.load();
   s += "; class hook: " + std::to_string(hooked) + " classes in " + std::to_string(hook_ns.load() / 1000000) + " ms, " +

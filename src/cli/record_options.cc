@@ -199,7 +199,8 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
                 "left out by default (agent option inlined=probe); docs/jvm.md");
   sub->add_option("--jvm-startup", o->jvm_startup,
                   "For a JVM: what becomes of the ~260 JDK classes loaded before tracing starts (String, HashMap, ...): "
-                  "skip (default: they keep their code and are not traced), sync (they get probes before main starts: "
+                  "skip (default: they keep their code and are not traced, as do the launcher's classes loaded before the main "
+                  "class), sync (they get probes before main starts: "
                   "about 0.1 s more start-up) or async (on an agent thread while main runs, their first calls "
                   "untraced); agent option startup=; docs/jvm.md")
       ->check(CLI::IsMember({"skip", "sync", "async"}))

@@ -179,8 +179,22 @@ bool IsShedNow(uint64_t fn) {
 // lb_enter) and the clang pass's guards, set for what was added and cleared
 // for what came back since `before`. Returns the keys added that have a
 // guard (sorted). Caller holds b.mutex.
+//
+// A function with a guard is left out of the filter table: its trace points
+// test the guard once per invocation, at the entry, and its exits follow
+// that decision (the pass keeps it in a register, the JVM's rewritten
+// methods in a local). The table is read at every record instead, so with a
+// guarded key in it a frame entered just before the shed lost its exit (the
+// JVM's enter passed the guard and recorded, its exit reached lb_exit after
+// the table had changed), and the decoder closed it where its caller moved
+// on, milliseconds later.
 std::vector<uint64_t> Publish(const Budget& b, const std::vector<uint64_t>& before) {
-  SetShedFilter(b.shed);
+  std::vector<uint64_t> filter;
+  filter.reserve(b.shed.size());
+  for (uint64_t k : b.shed) {
+    if (!PassGuardRegistered(k)) filter.push_back(k);
+  }
+  SetShedFilter(filter);
   const std::vector<uint64_t>* old =
       g_shed_snapshot.exchange(new std::vector<uint64_t>(b.shed), std::memory_order_acq_rel);
   SetShedQuery(&IsShedNow);  // takes the registry's lock: no query is reading `old` past this

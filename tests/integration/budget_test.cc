@@ -538,6 +538,57 @@ TEST(BudgetJvm, TheDecodedCallsAreTheGroundTruthWithTheShedMethodsCallsRemoved) 
   }
 }
 
+// A method shed while frames of it run keeps those frames' exits: the
+// rewritten method hands each exit its entry's decision (rewriter.h), and a
+// method with a guard is not in the runtime's filter table, which lb_exit
+// reads at every record (budget.cc, Publish). ShedInFlight's depth()
+// recurses 40 deep without pause, so when the budget sheds it about 40 of
+// its frames are running; before, each lost its exit (the probe read the
+// guard again at the exit, and the filter table dropped it) and the decoder
+// closed it where round() moved on. The thread's events must nest exactly
+// from the first to the last: every exit is that of the innermost open frame.
+TEST(BudgetJvm, FramesRunningWhenTheirMethodIsShedKeepTheirExits) {
+  if (NoJvmFor("ShedInFlight")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  for (const std::string clock : {"exact", "fast"}) {
+    SCOPED_TRACE(clock);
+    const std::string dir = FreshDir("budget_jvm_in_flight_" + clock);
+    // A ring large enough to hold the whole run, the sheds included.
+    const Recorded r = RecordJava(dir,
+                                  {"--buffer-size", "64M", "--clock", clock, "--jvm-include", "ShedInFlight.depth",
+                                   "--jvm-include", "ShedInFlight.round"},
+                                  {"ShedInFlight", "0.6"});
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    ASSERT_EQ(Dumps(dir + "/dumps").size(), 1u) << r.run.err;
+    const format::Dump& d = r.dump;
+    symbolize::Symbolizer sym(d);
+    uint64_t shed_ns = 0;
+    for (const format::ShedInfo& f : d.budget.shed) {
+      if (sym.Name(f.key) == "int ShedInFlight.depth(int)") shed_ns = f.at_ns;
+    }
+    ASSERT_NE(shed_ns, 0u) << "depth() was not shed";
+    size_t depth_frames = 0, checked = 0;
+    for (const auto& [tid, events] : DumpEvents(d)) {
+      std::vector<uint64_t> open;
+      for (size_t i = 0; i < events.size(); ++i) {
+        const TEvent& e = events[i];
+        if (!e.exit) {
+          open.push_back(e.key);
+          depth_frames += sym.Name(e.key) == "int ShedInFlight.depth(int)";
+          continue;
+        }
+        // The ring holds the whole run, so no exit comes before its entry.
+        ASSERT_FALSE(open.empty()) << "event " << i << ": an exit of " << sym.Name(e.key) << " with no frame open";
+        ASSERT_EQ(open.back(), e.key) << "event " << i << ": the exit of " << sym.Name(e.key)
+                                      << " while the innermost open frame is " << sym.Name(open.back());
+        open.pop_back();
+        ++checked;
+      }
+    }
+    EXPECT_GT(depth_frames, 1000u) << "depth() was recorded before its shed";
+    EXPECT_GT(checked, 1000u);
+  }
+}
+
 // What HotLoop prints for `calls` calls of work(n): each returns the same
 // sum over x < n of step(x) = x^0 + x^1 + x^2.
 std::string HotLoopOutput(long calls, int n) {

@@ -711,6 +711,39 @@ TEST(JvmPrograms, RewrittenProgramsBehaveTheSameAndProbesNestExactly) {
   std::printf("ground truth: %zu events, equal to the probe log's\n", gt.size());
 }
 
+// Each exit hands the probe its own entry's decision (the local the entry
+// probe stored, rewriter.h), so nesting stays exact when decisions change
+// while frames run, as when the overhead budget sheds a method: the test
+// probe declines one enter in 3, whatever the method, and checks each exit's
+// `entered` against its frame's decision on a shadow stack that StackWalker
+// checks at every event. Under -Xverify:all, since every frame gains the
+// local. (Before, the exit read the guard again, and a frame running when
+// its method was shed lost its exit.)
+TEST(JvmPrograms, EachExitFollowsItsEntrysDecisionWhileDecisionsChange) {
+  if (!HaveJava()) GTEST_SKIP() << "no javac/java";
+  fs::path tmp = TmpDir("decline");
+  fs::path out = tmp / "classes";
+  Stats st = RewriteTree(LOOKBACK_JVM_CLASSES, out, "lbtest/Probe", 1, tmp / "ids.txt");
+  EXPECT_EQ(st.errors, 0u);
+  for (const auto& m : st.malformed) ADD_FAILURE() << "skipped as malformed: " << m;
+  auto [rc0, expected] = Shell(std::string(LOOKBACK_JAVA) + " -cp " + LOOKBACK_JVM_CLASSES + " lbtest.Main");
+  ASSERT_EQ(rc0, 0) << expected;
+  std::string props = " -Dlbtest.decline=3 -Dlbtest.ids=" + (tmp / "ids.txt").string() +
+                      " -Dlbtest.log=" + (tmp / "probe.log").string() + " -Dlbtest.gt=" + (tmp / "gt.txt").string();
+  auto [rc1, got] = Shell(std::string(LOOKBACK_JAVA) + " -Xverify:all -XX:-UseSharedSpaces" + props + " -cp " +
+                          out.string() + " lbtest.Main");
+  ASSERT_EQ(rc1, 0) << got;
+  EXPECT_EQ(got, expected);
+  auto log = Lines(ReadText(tmp / "probe.log"));
+  ASSERT_GE(log.size(), 2u);
+  EXPECT_EQ(log.back().find("errors 0"), log.back().size() - 8) << log.back();
+  for (const auto& l : log)
+    if (l.rfind("MISMATCH", 0) == 0) ADD_FAILURE() << l;
+  const std::string& declined = log[log.size() - 2];
+  ASSERT_EQ(declined.rfind("declined ", 0), 0u) << declined;
+  EXPECT_GT(std::stoul(declined.substr(9)), 100u) << declined;
+}
+
 // Old class files (version 49: verified by type inference, no frames) run
 // the same when rewritten, under -Xverify:all, and their probes nest exactly
 // (the probe checks each event against StackWalker), exceptions included.

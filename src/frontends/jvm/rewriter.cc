@@ -62,8 +62,28 @@ namespace {
 
 constexpr std::string_view kIntrinsicCandidate = "Ljdk/internal/vm/annotation/IntrinsicCandidate;";
 constexpr uint32_t kPushLength = 3;    // sipush id | ldc_w #Integer
-constexpr uint32_t kProbeLength = 6;   // push + invokestatic
-constexpr uint32_t kHandlerLength = 7; // push + invokestatic + athrow
+constexpr uint32_t kCallLength = 3;    // invokestatic
+
+// The entry's decision lives in a local of its own, the method's last
+// (max_locals before the rewrite): the entry probe stores what enter
+// returned, and every exit hands it to exit, so an invocation's exits follow
+// its entry's decision whatever the guards do meanwhile (the budget sheds or
+// brings back the method while the frame runs). iload/istore in their
+// shortest form for that index.
+uint32_t LocalInsnLength(uint16_t local) { return local <= 3 ? 1 : local <= 255 ? 2 : 4; }
+void PutLocalInsn(std::vector<uint8_t>& out, uint8_t op, uint8_t op0, uint16_t local) {
+  if (local <= 3) {
+    out.push_back(static_cast<uint8_t>(op0 + local));
+  } else if (local <= 255) {
+    out.push_back(op);
+    out.push_back(static_cast<uint8_t>(local));
+  } else {
+    out.push_back(kOpWide);
+    out.push_back(op);
+    out.push_back(static_cast<uint8_t>(local >> 8));
+    out.push_back(static_cast<uint8_t>(local));
+  }
+}
 
 // Skips one element_value (JVMS 4.7.16.1); depth bounds the recursion on
 // untrusted input.
@@ -196,6 +216,11 @@ class MethodRewriter {
     return IndexOf(off) >= 0;
   }
   uint32_t InsnSize(size_t k, uint32_t at) const;
+  // push id; invokestatic enter(I)Z; istore decision
+  uint32_t EnterLength() const { return kPushLength + kCallLength + LocalInsnLength(decision_); }
+  // push id; iload decision; invokestatic exit(IZ)V
+  uint32_t ExitLength() const { return kPushLength + LocalInsnLength(decision_) + kCallLength; }
+  uint32_t HandlerLength() const { return ExitLength() + 1; }  // + athrow
   void Layout();
   std::optional<std::string> Emit(std::vector<uint8_t>& out, std::vector<size_t>& pushes);
   std::optional<std::string> RemapTables(std::vector<Frame>& new_frames);
@@ -226,6 +251,7 @@ class MethodRewriter {
   std::vector<uint32_t> start_;   // new offset where old instruction k's probe prefix (if any) begins
   std::vector<uint32_t> at_;      // new offset of old instruction k itself
   uint32_t end_code_ = 0;         // new offset of the catch-all handler
+  uint16_t decision_ = 0;         // the local holding enter's decision: the old max_locals
   size_t cover_from_ = 0;         // first old instruction the catch-all covers
   bool pre_super_ = false;        // a second catch-all covers a constructor up to its super()/this() call
 };
@@ -248,10 +274,10 @@ void MethodRewriter::Layout() {
   // Widening only grows code, so iterate until no branch needs it; padding of
   // switches follows the positions each round.
   for (;;) {
-    uint32_t pos = (ins_.probes ? kProbeLength : 0) + static_cast<uint32_t>(ins_.prefix.size());
+    uint32_t pos = (ins_.probes ? EnterLength() : 0) + static_cast<uint32_t>(ins_.prefix.size());
     for (size_t k = 0; k < n; ++k) {
       start_[k] = pos;
-      if (ins_.probes && IsReturn(insns_[k].op)) pos += kProbeLength;
+      if (ins_.probes && IsReturn(insns_[k].op)) pos += ExitLength();
       at_[k] = pos;
       pos += InsnSize(k, pos);
     }
@@ -272,20 +298,30 @@ void MethodRewriter::Layout() {
 }
 
 std::optional<std::string> MethodRewriter::Emit(std::vector<uint8_t>& out, std::vector<size_t>& pushes) {
-  auto probe = [&](uint16_t method) {
+  auto push_id = [&]() {
     pushes.push_back(out.size());
     PutU1(out, kOpSipush);  // patched with the id once assign_id has run
     PutU2(out, 0);
-    PutU1(out, kOpInvokestatic);
-    PutU2(out, method);
   };
-  if (ins_.probes) probe(probes_.enter);
+  auto enter = [&]() {
+    push_id();
+    PutU1(out, kOpInvokestatic);
+    PutU2(out, probes_.enter);
+    PutLocalInsn(out, kOpIstore, kOpIstore0, decision_);
+  };
+  auto exit = [&]() {
+    push_id();
+    PutLocalInsn(out, kOpIload, kOpIload0, decision_);
+    PutU1(out, kOpInvokestatic);
+    PutU2(out, probes_.exit);
+  };
+  if (ins_.probes) enter();
   PutBytes(out, ins_.prefix);
   const auto& code = code_.code;
   for (size_t k = 0; k < insns_.size(); ++k) {
     const Insn& in = insns_[k];
     if (out.size() != start_[k]) return "layout mismatch";
-    if (ins_.probes && IsReturn(in.op)) probe(probes_.exit);
+    if (ins_.probes && IsReturn(in.op)) exit();
     const uint32_t at = at_[k];
     if (IsShortBranch(in.op)) {
       int64_t target = MapTarget(BranchTargets(code, in)[0]);
@@ -330,10 +366,10 @@ std::optional<std::string> MethodRewriter::Emit(std::vector<uint8_t>& out, std::
   }
   if (out.size() != end_code_) return "layout mismatch at the end";
   if (!ins_.probes) return std::nullopt;
-  probe(probes_.exit);
+  exit();
   PutU1(out, kOpAthrow);
   if (pre_super_) {  // the same code; only its stack map frame differs
-    probe(probes_.exit);
+    exit();
     PutU1(out, kOpAthrow);
   }
   return std::nullopt;
@@ -533,7 +569,7 @@ std::optional<MethodOutcome> MethodRewriter::PlanConstructor() {
 // after an unconditional goto_w), plus the catch-all handlers'.
 std::optional<MethodOutcome> MethodRewriter::NewFrames(std::vector<Frame>* out) {
   std::vector<Frame>& frames = *out;
-  const uint32_t pre_super_handler = end_code_ + kHandlerLength;
+  const uint32_t pre_super_handler = end_code_ + HandlerLength();
   std::vector<bool> has_frame(insns_.size(), !typed_);
   for (const auto& f : frames_) has_frame[static_cast<size_t>(IndexOf(f.offset))] = true;
   for (const auto& f : frames_) {
@@ -571,19 +607,30 @@ std::optional<MethodOutcome> MethodRewriter::NewFrames(std::vector<Frame>* out) 
     frames.push_back(std::move(h));
   }
   std::sort(frames.begin(), frames.end(), [](const Frame& a, const Frame& b) { return a.offset < b.offset; });
-
+  // Every frame is past the entry probe, so the decision is an int in each:
+  // pad the locals with top up to its index (a long or double takes two).
+  if (ins_.probes) {
+    for (Frame& f : frames) {
+      uint32_t slots = 0;
+      for (const VType& v : f.locals) slots += v.wide() ? 2 : 1;
+      if (slots > decision_) return Skip(SkipReason::kMalformed, "stack map frame with more locals than max_locals");
+      for (; slots < decision_; ++slots) f.locals.push_back(VType::Of(VType::kTop));
+      f.locals.push_back(VType::Of(VType::kInteger));
+    }
+  }
   return std::nullopt;
 }
 
 std::optional<MethodOutcome> MethodRewriter::Write(const std::vector<Frame>& frames, MethodOutcome* out) {
   MethodOutcome& o = *out;
-  const uint32_t pre_super_handler = end_code_ + kHandlerLength;
+  const uint32_t pre_super_handler = end_code_ + HandlerLength();
   CodeAttribute nc;
-  // The probes push one int above whatever is there (a return value); the
-  // prefix runs on the empty stack at the start.
-  nc.max_stack = std::max<uint16_t>(static_cast<uint16_t>(code_.max_stack + (ins_.probes ? 1 : 0)),
-                                    std::max<uint16_t>(ins_.probes ? 2 : 0, ins_.prefix_stack));
-  nc.max_locals = code_.max_locals;
+  // The exit probes push two ints above whatever is there (a return value;
+  // in the handler, the Throwable); the entry probe and the prefix run on
+  // the empty stack at the start.
+  nc.max_stack = std::max<uint16_t>(static_cast<uint16_t>(code_.max_stack + (ins_.probes ? 2 : 0)),
+                                    std::max<uint16_t>(ins_.probes ? 3 : 0, ins_.prefix_stack));
+  nc.max_locals = static_cast<uint16_t>(code_.max_locals + (ins_.probes ? 1 : 0));
   std::vector<size_t> pushes;
   if (auto err = Emit(nc.code, pushes)) return Skip(SkipReason::kMalformed, *err);
   for (const auto& e : code_.exceptions)
@@ -631,11 +678,14 @@ std::optional<MethodOutcome> MethodRewriter::Write(const std::vector<Frame>& fra
 MethodOutcome MethodRewriter::Run(const Attribute& code_attr) {
   if (auto skip = ParseAndCheck(code_attr)) return *skip;
   if (auto skip = PlanConstructor()) return *skip;
+  if (ins_.probes && code_.max_locals == 65535) return Skip(SkipReason::kTooLarge, "no local left for the entry's decision");
+  if (ins_.probes && code_.max_stack > 65533) return Skip(SkipReason::kTooLarge, "max_stack would overflow");
+  decision_ = code_.max_locals;
   wide_.assign(insns_.size(), false);
   Layout();
-  const uint32_t pre_super_handler = end_code_ + kHandlerLength;
+  const uint32_t pre_super_handler = end_code_ + HandlerLength();
   const uint64_t new_length =
-      ins_.probes ? uint64_t{pre_super_handler} + (pre_super_ ? kHandlerLength : 0) : uint64_t{end_code_};
+      ins_.probes ? uint64_t{pre_super_handler} + (pre_super_ ? HandlerLength() : 0) : uint64_t{end_code_};
   if (new_length > 65535) return Skip(SkipReason::kTooLarge, "code would exceed 65535 bytes");
 
   std::vector<Frame> frames;
@@ -755,8 +805,8 @@ RewriteResult RewriteClass(const uint8_t* data, size_t size, const RewriteReques
     Insertion ins;
     ins.probes = !hook || id.has_value();
     if (!probes.enter && ins.probes) {
-      probes.enter = cf.cp.AddMethodref(req.probe.owner, req.probe.enter, "(I)V");
-      probes.exit = cf.cp.AddMethodref(req.probe.owner, req.probe.exit, "(I)V");
+      probes.enter = cf.cp.AddMethodref(req.probe.owner, req.probe.enter, std::string(kEnterDescriptor));
+      probes.exit = cf.cp.AddMethodref(req.probe.owner, req.probe.exit, std::string(kExitDescriptor));
       if (!probes.enter || !probes.exit) {
         res.error = "constant pool full";
         res.traced.clear();

@@ -2,13 +2,18 @@
 // hands it a class file and gets back the class with entry/exit probes.
 //
 // Every traced method gets
-//   - at offset 0:            push <id>; invokestatic probe.owner.enter(I)V
-//   - before every *return:   push <id>; invokestatic probe.owner.exit(I)V
+//   - at offset 0:            push <id>; invokestatic probe.owner.enter(I)Z; istore <d>
+//   - before every *return:   push <id>; iload <d>; invokestatic probe.owner.exit(IZ)V
 //     (the return value stays on the stack underneath)
 //   - a catch-all handler appended after the original code, the LAST entry of
 //     the exception table so the method's own handlers take precedence:
-//                             push <id>; invokestatic probe.owner.exit(I)V; athrow
+//                             push <id>; iload <d>; invokestatic probe.owner.exit(IZ)V; athrow
 //     so an exception unwinding through the frame still records the exit.
+// <d> is a local added for the entry's decision (the old max_locals): enter
+// says whether it recorded, and exit records only if it did, so an
+// invocation's exits follow its entry's decision even when the overhead
+// budget sheds or brings back the method while the frame runs (nesting stays
+// exact). Every frame gets <d> as an int.
 // Branches, switches, exception tables, LineNumberTable, LocalVariable(Type)Table
 // and StackMapTable frames are relocated; frames are re-encoded from the
 // original ones, never recomputed (only the catch-all handler and the
@@ -44,7 +49,12 @@
 
 namespace lookback::jvm {
 
-struct ProbeNames {  // the static methods the probes call, descriptor (I)V each
+// The probes' descriptors: enter(int id) returns whether it recorded;
+// exit(int id, boolean entered) records only if the entry did.
+inline constexpr std::string_view kEnterDescriptor = "(I)Z";
+inline constexpr std::string_view kExitDescriptor = "(IZ)V";
+
+struct ProbeNames {  // the static methods the probes call (kEnterDescriptor, kExitDescriptor)
   std::string owner = "java/lang/LookbackProbe";
   std::string enter = "enter";
   std::string exit = "exit";

@@ -15,6 +15,8 @@ public final class Probe {
   private static final ThreadLocal<ArrayDeque<Integer>> SHADOW = ThreadLocal.withInitial(ArrayDeque::new);
   private static final PrintStream LOG;
   private static int errors, events;
+  private static final int DECLINE = Integer.getInteger("lbtest.decline", 0);  // see enter
+  private static int declined;
 
   static {
     try {
@@ -30,6 +32,7 @@ public final class Probe {
     }
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       synchronized (Probe.class) {
+        LOG.println("declined " + declined);
         LOG.println("events " + events + " errors " + errors);
       }
     }));
@@ -56,7 +59,8 @@ public final class Probe {
     Collections.reverse(realBottomFirst);
     int depth = 0;
     for (Iterator<Integer> it = bottomFirst.iterator(); it.hasNext();) {
-      String name = NAMES.get(it.next());
+      final int id = it.next();
+      String name = NAMES.get(id < 0 ? ~id : id);
       if (depth < realBottomFirst.size() && realBottomFirst.get(depth).equals(name)) {
         depth++;
       } else if (name.contains(".<init>(")) {
@@ -75,30 +79,44 @@ public final class Probe {
     List<String> real = realStack();
     dropUnwoundConstructors(real);
     List<String> shadow = new ArrayList<>();
-    for (int id : SHADOW.get()) shadow.add(NAMES.get(id));  // ArrayDeque iterates top first
+    for (int id : SHADOW.get()) shadow.add(NAMES.get(id < 0 ? ~id : id));  // ArrayDeque iterates top first
     if (!shadow.equals(real)) {
       errors++;
       if (errors < 20) LOG.println("MISMATCH at " + what + "\n  probe " + shadow + "\n  real  " + real);
     }
   }
 
-  public static synchronized void enter(int id) {
+  // -Dlbtest.decline=N: enter declines one call in N (says it did not
+  // record), as lookback's probe does for a method the overhead budget sheds,
+  // and the decisions change from call to call, so they change while frames
+  // run. The rewritten method must hand each exit its own entry's decision:
+  // the shadow stack keeps declined frames too (as ~id), and an exit whose
+  // `entered` differs from its frame's decision is a mismatch.
+  public static synchronized boolean enter(int id) {
     events++;
-    SHADOW.get().push(id);
-    LOG.println("> " + NAMES.get(id));
+    final boolean record = DECLINE == 0 || events % DECLINE != 0;
+    SHADOW.get().push(record ? id : ~id);
+    if (record) {
+      LOG.println("> " + NAMES.get(id));
+    } else {
+      declined++;
+    }
     check("enter " + NAMES.get(id));
+    return record;
   }
 
-  public static synchronized void exit(int id) {
+  public static synchronized void exit(int id, boolean entered) {
     events++;
     check("exit " + NAMES.get(id));
     ArrayDeque<Integer> s = SHADOW.get();
-    if (s.isEmpty() || s.peek() != id) {
+    final int want = entered ? id : ~id;
+    if (s.isEmpty() || s.peek() != want) {
       errors++;
-      LOG.println("MISMATCH exit " + NAMES.get(id) + " top " + (s.isEmpty() ? "none" : NAMES.get(s.peek())));
+      LOG.println("MISMATCH exit " + NAMES.get(id) + (entered ? "" : " (declined)") + " top " +
+                  (s.isEmpty() ? "none" : (s.peek() < 0 ? "declined " + NAMES.get(~s.peek()) : NAMES.get(s.peek()))));
     } else {
       s.pop();
     }
-    LOG.println("< " + NAMES.get(id));
+    if (entered) LOG.println("< " + NAMES.get(id));
   }
 }

@@ -9,8 +9,8 @@ public final class LookbackProbe {
 
   private LookbackProbe() {}
 
-  public static synchronized void enter(int id) { enters++; }
-  public static synchronized void exit(int id) { exits++; }
+  public static synchronized boolean enter(int id) { enters++; return true; }
+  public static synchronized void exit(int id, boolean entered) { if (entered) exits++; }
   // The rename hook in Thread.setName (the agent's is native).
   public static String renaming(Thread t, String name) { return name; }
   // Both counts at one instant: enters - exits is the number of traced frames

@@ -57,15 +57,17 @@ public final class LookbackProbe {
   // Thread.tid: read as a field, since a subclass may override getId().
   private static final long TID = tidOffset();
 
-  // enter/exit: their size is chosen for the two JITs. Larger than C1's
-  // inlining limit (C1MaxInlineSize, 35 bytes of bytecode) and not
+  // enter/exit: their size is chosen for the two JITs. enter is larger than
+  // C1's inlining limit (C1MaxInlineSize, 35 bytes of bytecode) and not
   // @ForceInline, so C1's code (tiers 2 and 3, with a profile counter at every
-  // branch) calls them instead of carrying a copy of each per probe; within
+  // branch) calls it instead of carrying a copy per probe; both are within
   // C2's limit for hot call sites (FreqInlineSize, 325), where a probe always
-  // is in a hot method, so C2 inlines them there. Forced into every site,
-  // javac (bench/jvm_workload.sh) ran 1.3x longer, C1's compiled code being
-  // twice the size; Listing 1's cost per trace point is the same either way.
-  // (ProbeClass.EnterAndExitAreInlinedByC2ButCalledByC1 checks the sizes.)
+  // is in a hot method, so C2 inlines them there. exit, three tests and a
+  // call since it reads no guard, is small enough for C1 to inline. With
+  // both (guards and all) forced into every site, javac (bench/jvm_workload.sh)
+  // ran 1.3x longer, C1's compiled code being twice the size; Listing 1's cost
+  // per trace point is the same either way. (ProbeClass.EnterIsInlinedByC2ButCalledByC1
+  // checks the sizes.)
   // untimed (about 260 bytes) is left to C2 too: forced into every probe of
   // javac it ran 4.8x plain instead of 2.3x, and a call at every site
   // (@DontInline) cost Listing 1 0.9 ns a trace point.
@@ -73,10 +75,15 @@ public final class LookbackProbe {
   // The guard byte: a shed method's call costs its load and a branch, where
   // the recorder's filter cost a call into native code (a JNI transition on
   // JDK 18 and later). id is a constant at every probe, so C2 folds the
-  // bounds test and the address. The entry and the exits each read it: an
-  // invocation running while the budget sheds or brings back its method may
-  // keep only one of its two records, which the decoder repairs, as it does
-  // for the filter.
+  // bounds test and the address. Only the entry reads it: enter returns
+  // whether it recorded, the rewritten method keeps that in a local of its
+  // own, and hands it to each of its exits (rewriter.h), so an invocation's
+  // exits follow its entry's decision while the budget sheds or brings back
+  // its method (nesting stays exact: an exit read the guard again before
+  // 2026-11-28, and a frame running when its method was shed lost its exit,
+  // which the decoder closed where its caller moved on, up to milliseconds
+  // later). Where C2 folds a shed method's entry to false, the exits fold
+  // with it.
   //
   // The interpreter runs every probe of a class's first calls, so the tests
   // are written out here, not in a helper, and read memory through Unsafe's
@@ -86,28 +93,24 @@ public final class LookbackProbe {
   // for the fold and Unsafe.getByte(long), 260 ns without
   // (docs/jvm.md, "The probe in the interpreter";
   // ProbeClass.EnterAndExitCallNoJavaHelperOnTheirWayToTheNatives checks it).
-  public static void enter(int id) {
+  public static boolean enter(int id) {
     if (on) {
       final long i = id & 0xffffffffL;
       final byte[] fold;  // FOLD's page of method i: a non-zero byte, a constant to C2, is a shed method
-      if ((i >= GUARD_COUNT || ((fold = FOLD[(int) (i >>> 12)]) == null || fold[(int) i & 4095] == 0)
-                                   && U.getByte(null, GUARDS + i) == 0)
-          && !(DIRECT && untimed(id, UNTIMED_ENTRY))) {
-        enterNative(id);
+      if (i >= GUARD_COUNT || ((fold = FOLD[(int) (i >>> 12)]) == null || fold[(int) i & 4095] == 0)
+                                  && U.getByte(null, GUARDS + i) == 0) {
+        if (!(DIRECT && untimed(id, UNTIMED_ENTRY))) enterNative(id);
+        return true;
       }
     }
+    return false;
   }
 
-  public static void exit(int id) {
-    if (on) {
-      final long i = id & 0xffffffffL;
-      final byte[] fold;
-      if ((i >= GUARD_COUNT || ((fold = FOLD[(int) (i >>> 12)]) == null || fold[(int) i & 4095] == 0)
-                                   && U.getByte(null, GUARDS + i) == 0)
-          && !(DIRECT && untimed(id, UNTIMED_EXIT))) {
-        exitNative(id);
-      }
-    }
+  // `entered`: what this invocation's enter returned. `on` is read again:
+  // at the JVM's exit the agent turns it off so that no probe calls into
+  // native code during HotSpot's last safepoint (agent.cc, OnVMDeath).
+  public static void exit(int id, boolean entered) {
+    if (entered && on && !(DIRECT && untimed(id, UNTIMED_EXIT))) exitNative(id);
   }
 
   // Writes the untimed record of method `id` to the calling thread's ring if

@@ -693,7 +693,7 @@ TEST(JvmPrograms, RewrittenProgramsBehaveTheSameAndProbesNestExactly) {
   EXPECT_EQ(enters, exits + unwound.size());
   std::printf("probe events: %zu enters, %zu exits, %zu distinct methods seen\n", enters, exits, per_method.size());
   for (const char* m : {"lbtest/StaticInit$Holder.<clinit>()V", "lbtest/Ctors$Sub.<init>(I)V", "lbtest/Ctors$Picky.<init>(J)V",
-                        "lbtest/Recursion.fib(I)I", "lbtest/BigMethod.big(II)I", "lbtest/BigMethod.fat(I)I",
+                        "lbtest/Recursion.fib(I)I", "lbtest/BigMethod.big(II)I", "lbtest/BigMethod.fat(I)I", "lbtest/BigMethod.many(I)I",
                         "lbtest/Defaults$Shape.describe()Ljava/lang/String;", "lbtest/Sync.inc(I)I"})
     EXPECT_GT(per_method[m], 0u) << m;
   EXPECT_EQ(per_method["lbtest/Recursion.fib(I)I"], 465u);  // calls of fib(12)

@@ -13,7 +13,7 @@ public final class Main {
     TryFinally.run();
     Loops.run();
     Defaults.run();
-    System.out.println("big: " + BigMethod.big(3, 10) + " " + BigMethod.big(2499, 1) + " " + BigMethod.huge(5) + " " + BigMethod.fat(3));
+    System.out.println("big: " + BigMethod.big(3, 10) + " " + BigMethod.big(2499, 1) + " " + BigMethod.huge(5) + " " + BigMethod.fat(3) + " " + BigMethod.many(3) + " " + BigMethod.many(-1));
     Misc.run();
     GT.write();
   }

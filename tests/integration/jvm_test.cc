@@ -175,6 +175,15 @@ TEST(JvmStartup, AsyncStartupTracesTheProgramsOwnCallsExactly) {
   EXPECT_EQ(RunProgram({Cli(), "record", "--jvm-startup", "later", "--", "true"}).exit_code, 2);
 }
 
+// How many lines of `lookback report` name `what` (every function ranked).
+size_t ReportMentions(const std::string& dump, const std::string& what) {
+  const RunResult report = RunProgram({Cli(), "report", "--top", "1000000", dump});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  size_t n = 0;
+  for (size_t p = report.out.find(what); p != std::string::npos; p = report.out.find(what, p + 1)) ++n;
+  return n;
+}
+
 // By default (--jvm-startup skip) the JDK classes loaded before tracing
 // starts (String, HashMap, ...: about 260) keep their code: no probes, no
 // retransform at start-up. The program's own classes load later and are
@@ -196,15 +205,7 @@ TEST(JvmStartup, ByDefaultTheJdksStartUpClassesKeepTheirCodeAndTheProgramIsTrace
       << note;
   // java.lang.String is among them, and its methods run under the program
   // (the ground truth is written with strings): recorded with sync only.
-  auto string_methods = [](const std::string& dump) {
-    const RunResult report = RunProgram({Cli(), "report", "--top", "1000000", dump});
-    EXPECT_EQ(report.exit_code, 0) << report.err;
-    size_t n = 0;
-    for (size_t p = report.out.find(" java.lang.String."); p != std::string::npos;
-         p = report.out.find(" java.lang.String.", p + 1))
-      ++n;
-    return n;
-  };
+  auto string_methods = [](const std::string& dump) { return ReportMentions(dump, " java.lang.String."); };
   EXPECT_EQ(string_methods(run.dump), 0u);
   const JvmRun sync = RecordCallTree("jvm-startup-sync", "inline", 2, 200, {"--budget", "off", "--jvm-startup", "sync"});
   ExpectSameCalls(sync, 2);
@@ -238,11 +239,7 @@ TEST(JvmStartup, TheLaunchersClassesKeepTheirCodeAndTheMainClassIsTracedWhatever
     if (at == std::string::npos) return 0;
     return std::stoull(jvm.substr(jvm.rfind("; ", at) + 2));
   };
-  auto launcher_methods = [](const std::string& dump) {
-    const RunResult report = RunProgram({Cli(), "report", "--top", "1000000", dump});
-    EXPECT_EQ(report.exit_code, 0) << report.err;
-    return report.out.find("sun.launcher.LauncherHelper.") != std::string::npos;
-  };
+  auto launcher_methods = [](const std::string& dump) { return ReportMentions(dump, "sun.launcher.LauncherHelper.") > 0; };
   const JvmRun app = RecordCallTree("jvm-launcher-app", "inline", 2, 200, {"--budget", "off"});
   ExpectSameCalls(app, 2);
   EXPECT_GT(launcher_note(app.dump), 10u) << MustOpen(app.dump).metadata.at("note.jvm");

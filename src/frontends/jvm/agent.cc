@@ -732,12 +732,11 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     // too, start-up class or not, and a --slow-call glob must see the calls
     // it watches (the budget never sheds them either). Those few are
     // retransformed now.
-    const std::vector<std::string>& globs = named_globs;
     uint64_t kept = 0;
     std::vector<jclass> named;
     for (jclass c : ModifiableClasses(jvmti)) {
       if (jni->IsSameObject(c, thread) || jni->IsSameObject(c, g_probe_class)) continue;
-      if (!globs.empty() && HasNamedMethod(jvmti, c, globs)) {
+      if (!named_globs.empty() && HasNamedMethod(jvmti, c, named_globs)) {
         named.push_back(c);
       } else {
         ++kept;

@@ -369,7 +369,9 @@ Recorded RecordJava(const std::string& dir, const std::vector<std::string>& flag
   return r;
 }
 
-void ExpectStepShedAndItsCallsStopped(const std::string& dir, const Recorded& r) {
+// `min_calls_per_s`: step()'s rate when shed, as the dump gives it, is at
+// least this.
+void ExpectStepShedAndItsCallsStopped(const std::string& dir, const Recorded& r, uint64_t min_calls_per_s) {
   ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
   const std::vector<std::string> dumps = Dumps(dir + "/dumps");
   ASSERT_EQ(dumps.size(), 1u) << r.run.err;
@@ -381,7 +383,7 @@ void ExpectStepShedAndItsCallsStopped(const std::string& dir, const Recorded& r)
     EXPECT_NE(sym.Name(f.key), "void HotLoop.main(java.lang.String[])");
   }
   ASSERT_NE(step, nullptr) << RunProgram({Cli(), "info", dumps[0]}).out;
-  EXPECT_GT(step->calls_per_s, 100000u);
+  EXPECT_GT(step->calls_per_s, min_calls_per_s);
   // step()'s entries stop after the shed while work() goes on. (Not "none
   // after shed_ns + some slack": the filter table is published after the
   // decision is timed, on a loaded machine more than a millisecond later.)
@@ -409,7 +411,9 @@ void ExpectStepShedAndItsCallsStopped(const std::string& dir, const Recorded& r)
 TEST(BudgetJvm, TheHotMethodIsShedAndItsCallsStop) {
   if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   const std::string dir = FreshDir("budget_jvm");
-  ExpectStepShedAndItsCallsStopped(dir, RecordJava(dir, {"--jvm-include", "HotLoop.*"}, {"HotLoop", "1.5"}));
+  // Only HotLoop's methods are traced, so step() is nearly every record of
+  // the thread: its rate is the thread's, millions a second compiled.
+  ExpectStepShedAndItsCallsStopped(dir, RecordJava(dir, {"--jvm-include", "HotLoop.*"}, {"HotLoop", "1.5"}), 100000);
 }
 
 // The agent learns which method each id is only when the budget first sheds
@@ -421,7 +425,10 @@ TEST(BudgetJvm, TheHotMethodIsShedAndUnprobedAfterAThousandClassesWereLoaded) {
   if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   const std::string dir = FreshDir("budget_jvm_classes");
   const Recorded r = RecordJava(dir, {}, {"HotLoop", "1.5", "classes"}, {{"LOOKBACK_JVM_RETRANSFORM_AFTER", "0"}});
-  ExpectStepShedAndItsCallsStopped(dir, r);
+  // The rate is step()'s share of the judged window's records, and that
+  // window may hold the class loading too, whose JDK methods are traced
+  // here: 30 K calls a second was seen on a loaded 2-core machine.
+  ExpectStepShedAndItsCallsStopped(dir, r, 1000);
   ASSERT_TRUE(r.dump.metadata.count("note.jvm"));
   const std::string& note = r.dump.metadata.at("note.jvm");
   const size_t at = note.find(" classes;");

@@ -164,13 +164,17 @@ INSTANTIATE_TEST_SUITE_P(FrontEnds, RuntimeCallsIntoTheProgram, ::testing::Value
                            return n;
                          });
 
-// What the blocking program measured itself, in call order.
-std::vector<int64_t> Measured(const std::string& path) {
-  std::vector<int64_t> out;
+// What the blocking program measured itself, in call order: each call's
+// duration and the thread's CPU time over its round.
+struct Measure {
+  int64_t ns = 0, cpu_ns = 0;
+};
+std::vector<Measure> Measured(const std::string& path) {
+  std::vector<Measure> out;
   std::ifstream f(path);
   std::string word;
-  int64_t ns = 0;
-  while (f >> word >> ns) out.push_back(ns);
+  Measure m;
+  while (f >> word >> m.ns >> m.cpu_ns) out.push_back(m);
   return out;
 }
 
@@ -218,7 +222,14 @@ class FastClockBlocking : public ::testing::TestWithParam<const char*> {};
 
 // The guarantee: a call that blocks 100 ms while its entry carried no
 // reading shows a duration within 1 ms of what the program measured inside
-// it; and the duration's bound contains the truth.
+// it; and the duration's bound contains the truth. The time off CPU is the
+// monotonic clock's time less the thread's CPU clock's since the last
+// reading, so it is as right as that CPU clock: on a VM whose host takes
+// the CPU while the thread is current (steal), the kernel may count the
+// stolen time as the thread's own, and the call then shows shorter by as
+// much (1.18 ms once, on a 2-core guest under the suite's load, where the
+// round's CPU time is normally under 0.2 ms). So the 1 ms is widened by
+// the CPU time the thread's clock counted over the round.
 TEST_P(FastClockBlocking, BlockedCallShowsItsDurationWithinAMillisecond) {
   const std::string program = GetParam();
   if (!Built(program)) GTEST_SKIP() << program << " not built (compiler missing)";
@@ -226,7 +237,7 @@ TEST_P(FastClockBlocking, BlockedCallShowsItsDurationWithinAMillisecond) {
   const std::string out = dir + "/measured.txt";
   const std::string dump = RecordWith("fast", {Program(program), out, "100"}, false, dir + "/dumps");
   ASSERT_FALSE(dump.empty());
-  const std::vector<int64_t> measured = Measured(out);
+  const std::vector<Measure> measured = Measured(out);
   ASSERT_EQ(measured.size(), 16u);
   const format::Dump d = MustOpen(dump);
   const model::ClockModel clock(d.clock);
@@ -238,9 +249,11 @@ TEST_P(FastClockBlocking, BlockedCallShowsItsDurationWithinAMillisecond) {
     const Call& c = calls[i];
     untimed_entries += c.entry.lo != c.entry.hi;
     const double shown = clock.TicksToNs(c.exit.tsc - c.entry.tsc);
-    const double truth = static_cast<double>(measured[i]);
+    const double truth = static_cast<double>(measured[i].ns);
+    const double cpu = static_cast<double>(measured[i].cpu_ns);
     EXPECT_GE(truth, 100e6);
-    EXPECT_LT(std::fabs(shown - truth), 1e6) << "shown " << shown << " ns, measured " << truth << " ns";
+    EXPECT_LT(std::fabs(shown - truth), 1e6 + cpu)
+        << "shown " << shown << " ns, measured " << truth << " ns, the round's CPU time " << cpu << " ns";
     // The bound holds: the traced call contains the measured interval.
     EXPECT_GE(clock.TicksToNs(c.exit.hi - c.entry.lo) + 1000, truth);
   }
@@ -255,7 +268,7 @@ TEST_P(FastClockBlocking, BlockedCallShowsItsDurationWithinAMillisecond) {
   double worst = 0;
   for (size_t i = 0; i < smeared.size(); ++i) {
     worst = std::max(worst, std::fabs(clock.TicksToNs(smeared[i].exit.tsc - smeared[i].entry.tsc) -
-                                      static_cast<double>(measured[i])));
+                                      static_cast<double>(measured[i].ns)));
   }
   EXPECT_GT(worst, 10e6) << "without OFFCPU an untimed entry's bound spans the sleep";
 }

@@ -250,13 +250,13 @@ TEST_P(Budget, AShedFunctionComesBackWhenTheProgramCalmsDownAndIsRecordedAgain) 
   // 10 ms in its calm phase, so a shed that did not take hold would still
   // show calls past that.
   const model::ClockModel clock(r.dump.clock);
-  constexpr int64_t kPublishSlackNs = 50'000'000;
+  constexpr int64_t kPreemptedRecordSlackNs = 50'000'000;
   size_t after = 0, while_shed = 0;
   for (const auto& t : r.dump.threads) {
     model::DecodeThread(r.dump, t, [&](const model::Event& e) {
       if (e.kind != model::EventKind::kEnter || e.key != leaf->key) return;
       const int64_t ns = clock.MonotonicNs(e.tsc);
-      while_shed += ns > static_cast<int64_t>(leaf->at_ns) + kPublishSlackNs && ns < static_cast<int64_t>(leaf->until_ns);
+      while_shed += ns > static_cast<int64_t>(leaf->at_ns) + kPreemptedRecordSlackNs && ns < static_cast<int64_t>(leaf->until_ns);
       after += ns >= static_cast<int64_t>(leaf->until_ns);
     });
   }

@@ -34,7 +34,7 @@ std::string ThreadLabel(const analyses::MatchWorst& w) {
   return w.thread.empty() ? fmt::format("thread {}", w.tid) : fmt::format("{} ({})", w.thread, w.tid);
 }
 
-std::string Table(const analyses::SignatureMatcher& m) {
+std::string MatchTable(const analyses::SignatureMatcher& m) {
   const auto& sigs = m.signatures();
   const auto& stats = m.stats();
   size_t width = 9;
@@ -118,7 +118,7 @@ Outcome Run(const MatchOptions& o) {
   model::WalkResult res = model::Walk(od.dump(), od.symbols(), od.Walking("matching"), matcher);
   od.Done();
   if (!res.status.ok()) return Outcome::Of(res.status);
-  const std::string text = o.format == "json" ? Json(matcher, od.dump(), o.path) : Table(matcher);
+  const std::string text = o.format == "json" ? Json(matcher, od.dump(), o.path) : MatchTable(matcher);
   fwrite(text.data(), 1, text.size(), stdout);
   if (!o.quiet && o.format == "table") {
     uint64_t lost = 0;

@@ -21,14 +21,10 @@
 #include "cli/record_options.h"
 #include "format/reader.h"
 #include "runtime/config.h"
+#include "runtime/jvm_launcher.h"
 
 namespace lookback::cli {
 namespace {
-
-// `java`, or any path ending in /java.
-bool IsJavaLauncher(const std::string& program) {
-  return program == "java" || (program.size() > 5 && program.compare(program.size() - 5, 5, "/java") == 0);
-}
 
 bool Mentions(const std::vector<std::string>& args, const char* what) {
   for (const std::string& a : args) {
@@ -61,40 +57,6 @@ std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& age
   if (o.jvm_writes != "java") agent_options += ",writes=" + o.jvm_writes;
   if (!o.jvm_cache.empty()) agent_options += ",cache=" + o.jvm_cache;
   return {"-agentpath:" + agent + "=" + agent_options};
-}
-
-// The feature release of the JDK whose launcher `program` is (JAVA_VERSION in
-// the `release` file beside its bin/: "17.0.15" is 17, "1.8.0_392" is 8), 0
-// when it cannot tell. exec_hooks.c's lb_jdk_release does the same for the
-// JVMs the command starts.
-int JdkRelease(std::string program) {
-  if (program.find('/') == std::string::npos) {
-    const char* path = getenv("PATH");
-    std::string found;
-    for (std::string_view dirs = path ? path : ""; found.empty() && !dirs.empty();) {
-      const size_t colon = std::min(dirs.find(':'), dirs.size());
-      const std::string candidate = std::string(dirs.substr(0, colon)) + "/" + program;
-      if (colon > 0 && access(candidate.c_str(), X_OK) == 0) found = candidate;
-      dirs.remove_prefix(std::min(colon + 1, dirs.size()));
-    }
-    if (found.empty()) return 0;
-    program = found;
-  }
-  char real[PATH_MAX];
-  if (realpath(program.c_str(), real) == nullptr) return 0;
-  std::string release = real;  // .../bin/java
-  release = release.substr(0, release.rfind('/'));
-  release = release.substr(0, release.rfind('/') + 1) + "release";
-  FILE* f = fopen(release.c_str(), "re");
-  if (f == nullptr) return 0;
-  char text[4096];
-  text[fread(text, 1, sizeof text - 1, f)] = '\0';
-  fclose(f);
-  const char* v = strstr(text, "JAVA_VERSION=\"");
-  if (v == nullptr) return 0;
-  v += sizeof "JAVA_VERSION=\"" - 1;
-  if (v[0] == '1' && v[1] == '.') v += 2;
-  return atoi(v);
 }
 
 // -XX:+CriticalJNINatives, the cheapest call from Java into the recorder
@@ -186,7 +148,10 @@ Outcome Run(const RecordOptions& o) {
   std::vector<std::string> command = o.command;
   const std::string agent = runtime.substr(0, runtime.rfind('/') + 1) + "liblookback-jvm.so";
   const bool have_agent = access(agent.c_str(), R_OK) == 0;
-  const bool java_command = IsJavaLauncher(command[0]);
+  // `java` takes the agent's flags as they are, the JDK's tools (javac, jar,
+  // jshell, ...) as -J<flag> (runtime/jvm_launcher.h).
+  const lb_launcher_kind launcher = lb_classify_launcher(command[0].c_str());
+  const bool java_command = launcher != LB_NOT_A_LAUNCHER;
   if (java_command && !have_agent) return Outcome::Error("the program is a JVM, but " + agent + " is missing");
   std::string events_path;
   if (have_agent) {
@@ -197,11 +162,12 @@ Outcome Run(const RecordOptions& o) {
     const bool critical = WantsCriticalNatives(o, command);
     if (critical) setenv("LOOKBACK_JVM_CRITICAL", "1", 1);
     if (java_command) {
-      command.insert(command.begin() + 1, jvm_flags.begin(), jvm_flags.end());
-      const int release = JdkRelease(command[0]);
-      if (critical && release > 0 && release <= 17) {
-        command.insert(command.begin() + 1 + static_cast<std::ptrdiff_t>(jvm_flags.size()), "-XX:+CriticalJNINatives");
-      }
+      const std::string prefix = launcher == LB_JDK_TOOL ? "-J" : "";
+      std::vector<std::string> flags;
+      for (const std::string& f : jvm_flags) flags.push_back(prefix + f);
+      const int release = lb_jdk_release(command[0].c_str());
+      if (critical && release > 0 && release <= 17) flags.push_back(prefix + "-XX:+CriticalJNINatives");
+      command.insert(command.begin() + 1, flags.begin(), flags.end());
     }
     const char* tmp = getenv("TMPDIR");
     std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/lookback-record-XXXXXX";
@@ -256,9 +222,9 @@ Outcome Run(const RecordOptions& o) {
       for (const std::string& n : written) dumped = dumped || IsDumpOf(n, j.pid);
       if (!j.traced) {
         fprintf(stderr,
-                "lookback: a JVM ran untraced (pid %ld, %s): lookback adds its agent to programs named `java` "
-                "that the command starts; load it with -agentpath:%s, or `lookback attach %ld` while it runs "
-                "(docs/jvm.md)\n",
+                "lookback: a JVM ran untraced (pid %ld, %s): lookback adds its agent to the JVM launchers that "
+                "the command starts (`java` and the JDK's tools such as javac); load it with -agentpath:%s, or "
+                "`lookback attach %ld` while it runs (docs/jvm.md)\n",
                 j.pid, j.program.c_str(), agent.c_str(), j.pid);
       } else if (!dumped && j.unselected) {
         fprintf(stderr,

@@ -33,6 +33,7 @@
 #include "runtime/control_protocol.h"
 #include "runtime/cpu_log.h"
 #include "runtime/exclude.h"
+#include "runtime/jvm_launcher.h"
 #include "runtime/runtime.h"
 #include "runtime/sampler.h"
 #include "runtime/triggers.h"
@@ -421,15 +422,9 @@ uint32_t ControlThreadTid() { return g_control_tid.load(); }
 // The eventfd the crash handler writes; -1 until the control thread runs.
 int ControlWakeFd() { return g_control_tid.load() != 0 ? g_wake_fd.load() : -1; }
 
-// /proc/self/exe is a program named `java` (a JVM launcher).
-bool IsJavaLauncherProcess() {
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return false;
-  exe[n] = '\0';
-  const char* slash = strrchr(exe, '/');
-  return strcmp(slash != nullptr ? slash + 1 : exe, "java") == 0;
-}
+// /proc/self/exe is a JVM launcher: `java`, or a JDK tool such as javac
+// (runtime/jvm_launcher.h).
+bool IsJavaLauncherProcess() { return lb_classify_launcher("/proc/self/exe") != LB_NOT_A_LAUNCHER; }
 
 void InstallDumpSignal() {
   int sig = R().config.dump_signal;
@@ -437,9 +432,10 @@ void InstallDumpSignal() {
   struct sigaction old{};
   if (sig < 0) {  // default: SIGUSR2, unless the program already handles it
     // A JVM takes SIGUSR2 for itself once it has started (after lookback has
-    // looked): a process whose program is `java` gets SIGPWR, which HotSpot
-    // leaves alone, as `lookback record -- java ...` has always set (a JVM
-    // started by a launcher script or another JVM gets the same).
+    // looked): a process whose program is a JVM launcher (`java`, javac,
+    // ...) gets SIGPWR, which HotSpot leaves alone, as `lookback record`
+    // sets for a launcher it starts (a JVM started by a launcher script or
+    // another JVM gets the same).
     sig = IsJavaLauncherProcess() ? SIGPWR : SIGUSR2;
     if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;
   }

@@ -160,21 +160,96 @@ TEST(Launchers, CriticalNativesGoOnlyToJdksThatStillHaveThem) {
   }
 }
 
+// The real java binary that LOOKBACK_TEST_JAVA leads to (through links).
+std::string RealJava() { return std::filesystem::canonical(LOOKBACK_TEST_JAVA).string(); }
+
 TEST(Launchers, AJvmLookbackCannotSeeIsNamedInsteadOfTheCompilerFlags) {
   REQUIRE_JVM();
   const std::string dir = FreshDir("untraced-jvm");
-  // A launcher under another name (as a jlink/jpackage image has): lookback
-  // adds its agent only to programs named `java`, so this JVM runs untraced
-  // and record must say so, not ask about -finstrument-functions.
+  // A copy of java under another name, with no `java` beside it to compare
+  // with (its libraries found through LD_LIBRARY_PATH): record cannot tell
+  // it from a JDK tool, which would take the agent's flags as -J<flag> and
+  // java would refuse them, so it leaves it alone. The JVM must run as it
+  // would have, and record must name it, not ask about -finstrument-functions.
+  const std::string java = RealJava();
+  const std::string jdk_lib = java.substr(0, java.rfind("/bin/")) + "/lib";
   const std::string launcher = dir + "/myapp";
-  ASSERT_EQ(symlink(LOOKBACK_TEST_JAVA, launcher.c_str()), 0);
-  const RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", "/bin/sh", "-c",
-                                  launcher + " -cp " + LOOKBACK_TEST_JAVA_CLASSES + " SpawnsJvm child"});
+  std::filesystem::copy_file(java, launcher);
+  const RunResult r =
+      RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", "/bin/sh", "-c",
+                  "LD_LIBRARY_PATH=" + jdk_lib + " " + launcher + " -cp " + LOOKBACK_TEST_JAVA_CLASSES + " SpawnsJvm child"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("Unrecognized option"), std::string::npos) << r.err;
   EXPECT_TRUE(Dumps(dir + "/dumps").empty());
   EXPECT_NE(r.err.find("a JVM ran untraced (pid "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("lookback attach"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("-finstrument-functions"), std::string::npos) << r.err;
+}
+
+// A link to java under another name (as an application's bin/ may have) is
+// java: it gets the agent's flags as they are, directly and from a script.
+TEST(Launchers, ALinkToJavaUnderAnotherNameIsTraced) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("java-link");
+  const std::string launcher = dir + "/myapp";
+  ASSERT_EQ(symlink(LOOKBACK_TEST_JAVA, launcher.c_str()), 0);
+  for (const std::string how : {"direct", "script"}) {
+    SCOPED_TRACE(how);
+    const std::string dumps = dir + "/dumps-" + how;
+    const std::vector<std::string> command =
+        how == "direct" ? std::vector<std::string>{launcher, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "SpawnsJvm", "child"}
+                        : std::vector<std::string>{"/bin/sh", "-c", launcher + " -cp " + LOOKBACK_TEST_JAVA_CLASSES +
+                                                                        " SpawnsJvm child"};
+    std::vector<std::string> argv = {Cli(), "record", "--dir", dumps, "--"};
+    argv.insert(argv.end(), command.begin(), command.end());
+    const RunResult r = RunProgram(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::vector<std::string> written = Dumps(dumps);
+    ASSERT_EQ(written.size(), 1u) << r.err;
+    EXPECT_EQ(EnteredMethods(written[0]).count("long SpawnsJvm.childWork(int)"), 50u);
+  }
+}
+
+// The JDK's tools (javac, jar, jshell, ...) are the `java` launcher with a
+// main class built in; they take JVM flags as -J<flag>. `record -- javac`
+// traces the compiler, as does a build script that runs javac; what javac
+// compiles is unchanged. (Before, only programs named `java` got the agent
+// and javac ran untraced.)
+TEST(Launchers, TheJdksToolsGetTheAgentAsJFlags) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jdk-tools");
+  const std::string java = RealJava();
+  const std::string javac = java.substr(0, java.rfind('/')) + "/javac";
+  std::filesystem::create_directories(dir + "/src");
+  std::ofstream(dir + "/src/Greeter.java")
+      << "public class Greeter {\n  public static void main(String[] a) { System.out.println(greet(\"tools\")); }\n"
+         "  static String greet(String s) { return \"hello \" + s; }\n}\n";
+  for (const std::string how : {"direct", "script"}) {
+    SCOPED_TRACE(how);
+    const std::string out = dir + "/classes-" + how, dumps = dir + "/dumps-" + how;
+    const std::vector<std::string> command =
+        how == "direct" ? std::vector<std::string>{javac, "-d", out, dir + "/src/Greeter.java"}
+                        // A build step: javac found on PATH by a shell.
+                        : std::vector<std::string>{"/bin/sh", "-c", "PATH=\"$0:$PATH\" javac -d \"$1\" \"$2\"",
+                                                   javac.substr(0, javac.rfind('/')), out, dir + "/src/Greeter.java"};
+    std::vector<std::string> argv = {Cli(), "record", "--dir", dumps, "--"};
+    argv.insert(argv.end(), command.begin(), command.end());
+    const RunResult r = RunProgram(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("ran untraced"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("Unrecognized option"), std::string::npos) << r.err;
+    // javac did its work: the class runs.
+    const RunResult run = RunProgram({LOOKBACK_TEST_JAVA, "-cp", out, "Greeter"});
+    EXPECT_EQ(run.out, "hello tools\n") << run.err;
+    const std::vector<std::string> written = Dumps(dumps);
+    ASSERT_EQ(written.size(), 1u) << r.err;
+    const format::Dump d = MustOpen(written[0]);
+    EXPECT_EQ(d.process.name, "javac");
+    EXPECT_EQ(d.process.pid, static_cast<uint32_t>(DumpPid(written[0])));
+    RunResult info = RunProgram({Cli(), "info", written[0]});
+    EXPECT_NE(info.out.find("-J-agentpath:"), std::string::npos) << info.out;
+    EXPECT_TRUE(HasMethodContaining(EnteredMethods(written[0]), "com.sun.tools.javac.main.")) << written[0];
+  }
 }
 
 // A JVM that was traced but wrote no dump is named, unless no dump was asked

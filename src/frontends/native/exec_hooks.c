@@ -15,8 +15,10 @@
  * groovy or mvn, a JVM's ProcessBuilder through jspawnhelper, a native
  * program) get the JVM agent: when LOOKBACK_JVM_FLAGS is set (by record: the
  * flags to put after the launcher's name, one per line) and the program
- * being started is named `java`, every exec and posix_spawn here inserts
- * them after argv[0], unless the command already loads the agent. That is
+ * being started is a JVM launcher (runtime/jvm_launcher.h: `java`, or one
+ * of the JDK's tools such as javac, which take them as -J<flag>), every exec
+ * and posix_spawn here inserts them after argv[0], unless the command
+ * already loads the agent. That is
  * what record does to a `java` command it starts itself, so nothing is
  * printed and the JVM starts as it would have. (Each JVM whose agent starts
  * says so in LOOKBACK_RECORD_EVENTS, the file record reads when the command
@@ -32,6 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/jvm_launcher.h"
+
 void lb_before_exec(void) __attribute__((no_instrument_function));
 
 #define LB_NOINST __attribute__((no_instrument_function, visibility("default")))
@@ -40,12 +44,6 @@ void lb_before_exec(void) __attribute__((no_instrument_function));
 /* At most this many flags are inserted (record passes two or three). */
 #define LB_MAX_JVM_FLAGS 8
 
-LB_LOCAL int lb_is_java_launcher(const char* path) {
-  if (path == NULL) return 0;
-  const char* slash = strrchr(path, '/');
-  return strcmp(slash ? slash + 1 : path, "java") == 0;
-}
-
 LB_LOCAL size_t lb_argc(char* const argv[]) {
   size_t n = 0;
   while (argv != NULL && argv[n] != NULL) ++n;
@@ -53,73 +51,20 @@ LB_LOCAL size_t lb_argc(char* const argv[]) {
 }
 
 /* LOOKBACK_JVM_FLAGS when `path` (or, without one, argv[0]) is a JVM
- * launcher that does not load the agent yet; NULL otherwise. */
-LB_LOCAL const char* lb_jvm_flags_for(const char* path, char* const argv[]) {
+ * launcher (runtime/jvm_launcher.h: `java`, or a JDK tool such as javac)
+ * that does not load the agent yet, with its kind in *kind; NULL otherwise. */
+LB_LOCAL const char* lb_jvm_flags_for(const char* path, char* const argv[], enum lb_launcher_kind* kind) {
+  *kind = LB_NOT_A_LAUNCHER;
   const char* flags = getenv("LOOKBACK_JVM_FLAGS");
   if (flags == NULL || flags[0] == '\0' || argv == NULL || argv[0] == NULL) return NULL;
-  if (!lb_is_java_launcher(path != NULL ? path : argv[0])) return NULL;
+  *kind = lb_classify_launcher(path != NULL ? path : argv[0]);
+  if (*kind == LB_NOT_A_LAUNCHER) return NULL;
   for (size_t i = 1; argv[i] != NULL; ++i) {
-    if (strncmp(argv[i], "-agentpath:", 11) == 0 && strstr(argv[i], "liblookback-jvm") != NULL) return NULL;
+    const char* a = argv[i];
+    if (strncmp(a, "-J", 2) == 0) a += 2;
+    if (strncmp(a, "-agentpath:", 11) == 0 && strstr(a, "liblookback-jvm") != NULL) return NULL;
   }
   return flags;
-}
-
-/* The feature release of the JDK whose launcher `path` is (JAVA_VERSION in
- * the `release` file beside its bin/: "17.0.15" is 17, "1.8.0_392" is 8), or
- * 0 when it cannot tell. A bare name is looked up in PATH, symbolic links
- * are followed (/usr/bin/java, /etc/alternatives/java). Syscalls and stack
- * buffers only: an exec may run in a vfork child. */
-LB_LOCAL int lb_jdk_release(const char* path) {
-  char file[4096];
-  if (path == NULL || strlen(path) >= sizeof file) return 0;
-  if (strchr(path, '/') == NULL) {
-    const char* dirs = getenv("PATH");
-    int found = 0;
-    for (const char* p = dirs; p != NULL && !found;) {
-      const char* colon = strchr(p, ':');
-      const size_t len = colon != NULL ? (size_t)(colon - p) : strlen(p);
-      if (len > 0 && len + 1 + strlen(path) < sizeof file) {
-        memcpy(file, p, len);
-        file[len] = '/';
-        strcpy(file + len + 1, path);
-        found = access(file, X_OK) == 0;
-      }
-      p = colon != NULL ? colon + 1 : NULL;
-    }
-    if (!found) return 0;
-  } else {
-    strcpy(file, path);
-  }
-  for (int hop = 0; hop < 16; ++hop) {
-    char target[4096];
-    const ssize_t n = readlink(file, target, sizeof target - 1);
-    if (n <= 0) break;  /* not a link */
-    target[n] = '\0';
-    const char* slash = strrchr(file, '/');
-    const size_t keep = target[0] == '/' || slash == NULL ? 0 : (size_t)(slash - file) + 1;
-    if (keep + (size_t)n >= sizeof file) return 0;
-    memcpy(file + keep, target, (size_t)n + 1);
-  }
-  char* slash = strrchr(file, '/'); /* .../bin/java -> .../bin */
-  if (slash == NULL) return 0;
-  *slash = '\0';
-  slash = strrchr(file, '/'); /* .../bin -> .../release */
-  if (slash == NULL || (size_t)(slash - file) + sizeof "/release" > sizeof file) return 0;
-  strcpy(slash, "/release");
-  const int fd = open(file, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char text[4096];
-  const ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  text[n] = '\0';
-  const char* v = strstr(text, "JAVA_VERSION=\"");
-  if (v == NULL) return 0;
-  v += sizeof "JAVA_VERSION=\"" - 1;
-  if (v[0] == '1' && v[1] == '.') v += 2;
-  int release = 0;
-  while (*v >= '0' && *v <= '9' && release < 10000) release = release * 10 + (*v++ - '0');
-  return release;
 }
 
 /* -XX:+CriticalJNINatives, the cheapest call from Java into the recorder,
@@ -134,21 +79,29 @@ LB_LOCAL int lb_wants_critical(const char* path, char* const argv[]) {
 }
 
 /* Fills `out` (room for argc + LB_MAX_JVM_FLAGS + 1) with argv[0], the flags
- * (split at newlines in `buf`, a copy of `flags`), -XX:+CriticalJNINatives
- * if `critical`, then argv[1..]. */
-LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, int critical, char* buf, char* const argv[], size_t argc,
-                                        char** out) {
+ * (the lines of `flags`, each copied into `buf` behind `prefix`: "" for
+ * `java`, "-J" for a JDK tool), -XX:+CriticalJNINatives if `critical`, then
+ * argv[1..]. `buf` has room for the flags, a NUL and the prefix per line. */
+LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, const char* prefix, int critical, char* buf,
+                                        char* const argv[], size_t argc, char** out) {
   size_t n = 0;
   out[n++] = argv[0];
-  strcpy(buf, flags);
-  for (char* p = buf; *p != '\0' && n < LB_MAX_JVM_FLAGS;) {
-    char* end = strchr(p, '\n');
-    if (end != NULL) *end = '\0';
-    if (*p != '\0') out[n++] = p;
+  const size_t plen = strlen(prefix);
+  char* w = buf;
+  for (const char* p = flags; *p != '\0' && n < LB_MAX_JVM_FLAGS;) {
+    const char* end = strchr(p, '\n');
+    const size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (len > 0) {
+      out[n++] = w;
+      memcpy(w, prefix, plen);
+      memcpy(w + plen, p, len);
+      w += plen + len;
+      *w++ = '\0';
+    }
     if (end == NULL) break;
     p = end + 1;
   }
-  if (critical) out[n++] = (char*)"-XX:+CriticalJNINatives";
+  if (critical) out[n++] = plen > 0 ? (char*)"-J-XX:+CriticalJNINatives" : (char*)"-XX:+CriticalJNINatives";
   for (size_t i = 1; i < argc; ++i) out[n++] = argv[i];
   out[n] = NULL;
   return out;
@@ -156,14 +109,16 @@ LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, int critical, char* b
 
 /* Declares `lb_av`: argv, or argv with the JVM flags inserted, in arrays on
  * this stack frame (an exec may run in a vfork child: no malloc). */
-#define LB_JVM_ARGV(path, argv)                                                                        \
-  const char* lb_flags = lb_jvm_flags_for((path), (argv));                                             \
-  const int lb_critical = lb_flags != NULL && lb_wants_critical((path), (argv));                       \
-  const size_t lb_n = lb_argc(argv);                                                                   \
-  char lb_buf[lb_flags != NULL ? strlen(lb_flags) + 1 : 1];                                            \
-  char* lb_out[lb_flags != NULL ? lb_n + LB_MAX_JVM_FLAGS + 1 : 1];                                    \
-  char* const* lb_av =                                                                                 \
-      lb_flags != NULL ? lb_with_jvm_flags(lb_flags, lb_critical, lb_buf, (argv), lb_n, lb_out) : (argv)
+#define LB_JVM_ARGV(path, argv)                                                                             \
+  enum lb_launcher_kind lb_kind;                                                                            \
+  const char* lb_flags = lb_jvm_flags_for((path), (argv), &lb_kind);                                        \
+  const int lb_critical = lb_flags != NULL && lb_wants_critical((path), (argv));                            \
+  const size_t lb_n = lb_argc(argv);                                                                        \
+  char lb_buf[lb_flags != NULL ? strlen(lb_flags) + 1 + 2 * LB_MAX_JVM_FLAGS : 1];                          \
+  char* lb_out[lb_flags != NULL ? lb_n + LB_MAX_JVM_FLAGS + 1 : 1];                                         \
+  char* const* lb_av = lb_flags != NULL ? lb_with_jvm_flags(lb_flags, lb_kind == LB_JDK_TOOL ? "-J" : "",    \
+                                                            lb_critical, lb_buf, (argv), lb_n, lb_out)      \
+                                        : (argv)
 
 typedef int (*execve_fn)(const char*, char* const[], char* const[]);
 typedef int (*execv_fn)(const char*, char* const[]);

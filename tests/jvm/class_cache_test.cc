@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "frontends/jvm/class_cache.h"
 #include "frontends/jvm/rewriter.h"
@@ -173,6 +176,61 @@ TEST(ClassCache, APackWrittenByOneRunIsReadByTheNextAndATornOneIsIgnored) {
   EXPECT_TRUE(torn.ok());
   EXPECT_EQ(torn.entries(), 0u);
   EXPECT_EQ(torn.packs(), 0u);
+  fs::remove_all(dir);
+}
+
+// The agent's writer runs at the lowest priority; on a machine whose cores
+// are busy it can sit preempted in the middle of an entry for longer than a
+// JVM takes to exit. Finish must not wait for it: it publishes the entries
+// written by then, leaves the one under way out of the index, and that
+// entry's late write harms nothing. (The agent used to wait up to 200 ms for
+// the writer's lock at exit and then gave up: under load no pack was ever
+// published, and every run parsed every class again.)
+TEST(ClassCache, FinishPublishesWithoutWaitingForAWriteUnderWay) {
+  const fs::path dir = FreshDir("writer-preempted");
+  const auto classes = Classes();
+  ASSERT_GE(classes.size(), 3u);
+  std::vector<std::pair<CacheKey, CacheEntry>> entries;
+  for (size_t i = 0; i < 3; ++i) {
+    std::optional<CacheEntry> e = EntryOf(RewriteClass(classes[i].data(), classes[i].size(), Request(1, true)));
+    ASSERT_TRUE(e.has_value());
+    entries.emplace_back(ClassCacheKey("preempted" + std::to_string(i), classes[i]), *e);
+  }
+  struct Gate {
+    std::promise<void> entered, release;
+    std::shared_future<void> released = release.get_future().share();
+  } gate;
+  {
+    ClassCache c(dir.string(), 64u << 20);
+    ASSERT_TRUE(c.ok()) << c.error();
+    ASSERT_TRUE(c.Store(entries[0].first, entries[0].second));
+    c.before_entry_write_arg = &gate;
+    c.before_entry_write_for_testing = [](void* arg) {
+      auto* g = static_cast<Gate*>(arg);
+      g->entered.set_value();
+      g->released.wait();
+    };
+    bool late_stored = true;
+    std::thread writer([&] { late_stored = c.Store(entries[1].first, entries[1].second); });
+    gate.entered.get_future().wait();  // the writer has its place and is "preempted"
+    c.before_entry_write_for_testing = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(c.Finish()) << "published although a write is under way";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+    EXPECT_FALSE(c.Store(entries[2].first, entries[2].second)) << "nothing is stored after Finish";
+    gate.release.set_value();
+    writer.join();
+    EXPECT_FALSE(late_stored) << "an entry written after Finish is not in the pack";
+  }
+  ASSERT_EQ(Files(dir).size(), 1u) << "one pack, no temporary left";
+  ClassCache next(dir.string(), 64u << 20);
+  EXPECT_EQ(next.packs(), 1u);
+  EXPECT_EQ(next.entries(), 1u);
+  const std::optional<CacheEntry> got = next.Load(entries[0].first);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->bytes, entries[0].second.bytes);
+  EXPECT_FALSE(next.Load(entries[1].first).has_value());
+  EXPECT_FALSE(next.Load(entries[2].first).has_value());
   fs::remove_all(dir);
 }
 

@@ -275,7 +275,6 @@ struct CacheWriter {
   std::deque<std::pair<CacheKey, CacheEntry>> queue;
   size_t queued_bytes = 0;
   bool started = false, finished = false;
-  std::timed_mutex store;  // ClassCache::Store and Finish, one at a time
 };
 CacheWriter& g_cache_writer = *new CacheWriter;
 constexpr size_t kCacheQueueMaxBytes = 64u << 20;  // beyond it entries are dropped, not queued
@@ -291,13 +290,13 @@ void CacheWriterMain() {
   // a wake-up per class (a futex call in the class hook) cost H2 23 ms of
   // its start-up.
   //
-  // One entry at a time, the store lock held for that entry only: VMDeath
-  // (FinishCacheWrites) waits for the entry being written, then writes the
-  // rest itself at the exiting thread's priority. Holding the lock for a
-  // whole batch, a writer starved by busy CPUs (SCHED_IDLE gets next to
-  // nothing then) still held it when the JVM exited, the 200 ms wait ran out
-  // and the run's pack was never published (JvmClassCache's test, with both
-  // cores busy).
+  // One entry at a time, taken off the queue under its lock and written
+  // without it. VMDeath (FinishCacheWrites) never waits for this thread:
+  // ClassCache::Finish publishes the pack with the entries written by then
+  // and leaves out one this thread is still writing. (Before, VMDeath waited
+  // up to 200 ms for this thread's store lock; on a machine whose cores were
+  // busy, SCHED_IDLE got no CPU in that time, and no pack was ever published:
+  // `lookback record -- javac` parsed every class on every run while CI ran.)
   std::unique_lock<std::mutex> lock(w.mutex);
   for (;;) {
     w.wake.wait_for(lock, std::chrono::milliseconds(50), [&] { return w.finished; });
@@ -306,10 +305,8 @@ void CacheWriterMain() {
       std::pair<CacheKey, CacheEntry> item = std::move(w.queue.front());
       w.queue.pop_front();
       w.queued_bytes -= item.second.bytes.size();
-      std::unique_lock<std::timed_mutex> store(w.store);
       lock.unlock();
       if (g_cache.cache->Store(item.first, item.second)) g_cache.stored.fetch_add(1, std::memory_order_relaxed);
-      store.unlock();  // before the queue's lock: VMDeath takes them the other way round
       lock.lock();
     }
   }
@@ -338,10 +335,6 @@ void FinishCacheWrites() {
     if (w.queued_bytes <= (8u << 20)) rest.swap(w.queue);
     w.wake.notify_one();
   }
-  // A large entry may hold it for a moment; the JVM does not wait longer,
-  // and this run's entries are then lost (its temporary is removed by a later JVM).
-  std::unique_lock<std::timed_mutex> store(w.store, std::chrono::milliseconds(200));
-  if (!store.owns_lock()) return;
   for (const auto& [key, entry] : rest) {
     if (g_cache.cache->Store(key, entry)) g_cache.stored.fetch_add(1, std::memory_order_relaxed);
   }

@@ -274,7 +274,7 @@ ClassCache::ClassCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir
 }
 
 ClassCache::~ClassCache() {
-  if (fd_ >= 0) {
+  if (fd_ >= 0) {  // never finished: its pack goes (no write can be under way when it is destroyed)
     close(fd_);
     unlink(temp_.c_str());
   }
@@ -323,10 +323,10 @@ std::optional<CacheEntry> ClassCache::Load(const CacheKey& key) const {
   return ParseEntry(key, std::span<const uint8_t>(it->second.data, it->second.size));
 }
 
-bool ClassCache::WriteAll(int fd, const uint8_t* data, size_t n) {
+bool ClassCache::WriteAt(int fd, const uint8_t* data, size_t n, uint64_t offset) {
   size_t put = 0;
   while (put < n) {
-    const ssize_t w = write(fd, data + put, n - put);
+    const ssize_t w = pwrite(fd, data + put, n - put, static_cast<off_t>(offset + put));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return false;
     put += static_cast<size_t>(w);
@@ -334,41 +334,76 @@ bool ClassCache::WriteAll(int fd, const uint8_t* data, size_t n) {
   return true;
 }
 
+// The run's pack is written by two threads at most (the agent's writer, and
+// at exit the exiting thread, which writes what is still queued and then
+// the index). Each entry gets its place under the lock and is written after
+// it, so that Finish never waits for a write: the writer runs at the lowest
+// priority, and on a busy machine it could sit preempted in the middle of an
+// entry for longer than a JVM may take to exit. An entry still being written
+// when Finish runs is left out of the index (its bytes land in a part of the
+// pack nobody reads).
 bool ClassCache::Store(const CacheKey& key, const CacheEntry& entry) {
   if (!ok_) return false;
-  if (fd_ < 0) {
-    if (!temp_.empty()) return false;  // a write failed: this run stores nothing more
-    static std::atomic<uint64_t> count{0};
-    temp_ = dir_ + "/.tmp." + std::to_string(getpid()) + "." + std::to_string(syscall(SYS_gettid)) + "." +
-            std::to_string(count.fetch_add(1, std::memory_order_relaxed)) + ".pack";
-    fd_ = open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd_ < 0) return false;
-    std::vector<uint8_t> head;
-    PutU4(head, kPackMagic);
-    PutU4(head, kPackVersion);
-    if (!WriteAll(fd_, head.data(), head.size())) {
-      close(fd_);
-      fd_ = -1;
-      unlink(temp_.c_str());
+  const std::vector<uint8_t> bytes = SerializeEntry(key, entry);
+  int fd = -1;
+  uint64_t at = 0;
+  {
+    std::lock_guard<std::mutex> lock(pack_mutex_);
+    if (failed_ || finished_) return false;
+    if (fd_ < 0) {
+      static std::atomic<uint64_t> count{0};
+      temp_ = dir_ + "/.tmp." + std::to_string(getpid()) + "." + std::to_string(syscall(SYS_gettid)) + "." +
+              std::to_string(count.fetch_add(1, std::memory_order_relaxed)) + ".pack";
+      fd_ = open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      std::vector<uint8_t> head;
+      PutU4(head, kPackMagic);
+      PutU4(head, kPackVersion);
+      if (fd_ < 0 || !WriteAt(fd_, head.data(), head.size(), 0)) {
+        Fail();
+        return false;
+      }
+      offset_ = head.size();
+    }
+    if (offset_ + bytes.size() > max_bytes_) {  // over the limit: this run stores nothing
+      Fail();
       return false;
     }
-    offset_ = head.size();
+    fd = fd_;
+    at = offset_;
+    offset_ += bytes.size();
+    ++in_flight_;
   }
-  const std::vector<uint8_t> bytes = SerializeEntry(key, entry);
-  if (offset_ + bytes.size() > max_bytes_ || !WriteAll(fd_, bytes.data(), bytes.size())) {
-    close(fd_);
-    fd_ = -1;
-    unlink(temp_.c_str());
-    written_.clear();
+  if (before_entry_write_for_testing != nullptr) before_entry_write_for_testing(before_entry_write_arg);
+  const bool ok = WriteAt(fd, bytes.data(), bytes.size(), at);
+  std::lock_guard<std::mutex> lock(pack_mutex_);
+  // The last write under way closes a descriptor that Finish or Fail let go of.
+  if (--in_flight_ == 0 && fd_ != fd) close(fd);
+  if (!ok) {  // a full disk: this run stores nothing
+    if (!finished_) Fail();
     return false;
   }
-  written_.push_back({key, offset_, static_cast<uint32_t>(bytes.size())});
-  offset_ += bytes.size();
+  if (finished_) return false;  // too late for the index
+  written_.push_back({key, at, static_cast<uint32_t>(bytes.size())});
   return true;
 }
 
+// Under pack_mutex_: no pack from this run (a write failed, or it is too big).
+void ClassCache::Fail() {
+  failed_ = true;
+  written_.clear();
+  if (fd_ >= 0) {
+    unlink(temp_.c_str());
+    if (in_flight_ == 0) close(fd_);  // else the last write under way closes it
+    fd_ = -1;
+  } else if (!temp_.empty()) {
+    unlink(temp_.c_str());
+  }
+}
+
 bool ClassCache::Finish() {
-  if (fd_ < 0) return false;
+  std::lock_guard<std::mutex> lock(pack_mutex_);
+  if (finished_ || failed_ || fd_ < 0) return false;
+  finished_ = true;
   std::vector<uint8_t> tail;
   tail.reserve(written_.size() * kIndexEntry + kFooter);
   for (const Written& w : written_) {
@@ -382,8 +417,11 @@ bool ClassCache::Finish() {
   PutU4(tail, static_cast<uint32_t>(written_.size()));
   PutU8(tail, sum);
   PutU4(tail, kPackMagic);
-  const bool ok = WriteAll(fd_, tail.data(), tail.size());
-  close(fd_);
+  // The index goes after every place handed out, written or not.
+  const bool ok = WriteAt(fd_, tail.data(), tail.size(), offset_);
+  // A write still under way keeps the descriptor (closed now, its number
+  // could go to another file before that write lands); the last one closes it.
+  if (in_flight_ == 0) close(fd_);
   fd_ = -1;
   // The name sorts by time, newest last, and is this process's own.
   timespec now{};

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -91,9 +92,14 @@ class ClassCache {
   size_t packs() const { return maps_.size(); }
   // Thread-safe after construction: the index is not changed by Store.
   std::optional<CacheEntry> Load(const CacheKey& key) const;
-  // One thread at a time (the agent's writer): appends to this run's pack.
+  // Appends to this run's pack; thread-safe (the agent's writer, and at exit
+  // the exiting thread). False when the entry is not in the pack: a write
+  // failed or the pack would pass max_bytes (then the run stores nothing),
+  // or Finish came first.
   bool Store(const CacheKey& key, const CacheEntry& entry);
-  // Publishes this run's pack (when it holds entries). Returns whether one was written.
+  // Publishes this run's pack (when it holds entries), with the entries
+  // whose writes are done; it never waits for one under way. Returns
+  // whether a pack was put in place. Stores after it are refused.
   bool Finish();
   // After Finish: while there are more than 16 packs, or they hold more than
   // max_bytes, removes the oldest (a run that misses their entries writes
@@ -101,6 +107,12 @@ class ClassCache {
   // merged packs instead was killed at exit before it was done when short,
   // and its own pack was lost with it. Returns the packs removed.
   size_t DropOldest();
+
+  // Tests only: called by Store between giving an entry its place and
+  // writing it, without the lock (a writer preempted there, for as long as
+  // the hook takes).
+  void (*before_entry_write_for_testing)(void* arg) = nullptr;
+  void* before_entry_write_arg = nullptr;
 
  private:
   struct Map {
@@ -124,18 +136,23 @@ class ClassCache {
     uint32_t length;
   };
   void MapPack(const std::string& path);
-  bool WriteAll(int fd, const uint8_t* data, size_t n);
+  static bool WriteAt(int fd, const uint8_t* data, size_t n, uint64_t offset);
+  void Fail();
   std::string dir_;
   uint64_t max_bytes_;
   bool ok_ = false;
   std::string error_;
   std::vector<Map> maps_;  // newest first
   std::unordered_map<CacheKey, Slot, KeyHash, KeyEq> index_;
-  // This run's pack, while it is written.
+  // This run's pack, while it is written: all under pack_mutex_ (held for
+  // bookkeeping only, never during an entry's write).
+  std::mutex pack_mutex_;
   int fd_ = -1;
   std::string temp_;
-  uint64_t offset_ = 0;
-  std::vector<Written> written_;
+  uint64_t offset_ = 0;          // the next entry's place
+  int in_flight_ = 0;            // entries placed whose write has not returned
+  bool failed_ = false, finished_ = false;
+  std::vector<Written> written_;  // entries written, in the index at Finish
   std::string published_;  // the pack Finish put in place
 };
 

@@ -59,7 +59,8 @@ void ReclaimExitedRings() __attribute__((no_instrument_function));
 void EnsureControlThread() __attribute__((no_instrument_function));
 void WakeControlThread() __attribute__((no_instrument_function));
 void InstallDumpSignal() __attribute__((no_instrument_function));
-// The process's program is named `java` (a JVM launcher).
+// The process's program is a JVM launcher: `java`, or a JDK tool such as
+// javac (runtime/jvm_launcher.h).
 bool IsJavaLauncherProcess() __attribute__((no_instrument_function));
 void ResetControlAfterFork() __attribute__((no_instrument_function));
 int QueueDump(const char* reason) __attribute__((no_instrument_function));

@@ -4,14 +4,16 @@
 # exit, in one interleaved run. Programs (Debian packages, as in
 # bench/jvm_workload.sh; the ones not installed are left out):
 #   empty   a class whose main returns at once (compiled here with javac)
-#   javac   javac -version
+#   javac   javac -version, as java -m jdk.compiler/com.sun.tools.javac.Main
+#   javac-tool  javac -version through the JDK's own javac launcher (which
+#           record gives the agent as -J flags)
 #   rhino   Rhino printing one line
 #   h2      H2 running SELECT 1 in memory
 # Modes: plain; record (the default settings); sync (--jvm-startup sync: the
 # JDK's start-up classes retransformed with probes before main, the default
 # before 2026-11-27); MODE-base with BASE_BUILD's lookback.
 # Prints the median per program and mode, and the ratio to plain.
-#   bench/jvm_startup.sh [BUILD_DIR] [ROUNDS]     MODES="plain record sync" PROGRAMS="empty javac rhino h2"
+#   bench/jvm_startup.sh [BUILD_DIR] [ROUNDS]     MODES="plain record sync" PROGRAMS="empty javac javac-tool rhino h2"
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 rounds=${2:-9}
@@ -26,12 +28,13 @@ printf 'public class Empty { public static void main(String[] a) {} }\n' > "$wor
 javac -d "$work" "$work/Empty.java"
 printf 'print("hello")\n' > "$work/hello.js"
 echo 'SELECT 1;' > "$work/hello.sql"
-declare -A argv
+declare -A argv launcher
 programs=()
 for p in "${wanted[@]}"; do
   case $p in
     empty) argv[$p]="-cp $work Empty" ;;
     javac) argv[$p]="-m jdk.compiler/com.sun.tools.javac.Main -version" ;;
+    javac-tool) argv[$p]="-version" launcher[$p]=javac ;;
     rhino) [[ -r /usr/share/java/rhino.jar ]] || continue
            argv[$p]="-cp /usr/share/java/rhino.jar org.mozilla.javascript.tools.shell.Main $work/hello.js" ;;
     h2) [[ -r /usr/share/java/h2.jar ]] || continue
@@ -51,10 +54,11 @@ run() {  # program mode
     tool=$base_lb mode=${mode%-base}
   fi
   read -r -a jargs <<< "${argv[$p]}"
+  local java=${launcher[$p]:-java}
   case $mode in
-    plain) cmd=(java "${jargs[@]}") ;;
-    record) cmd=("$tool" record -q --dir "$work/dumps" -- java "${jargs[@]}") ;;
-    sync) cmd=("$tool" record -q --jvm-startup sync --dir "$work/dumps" -- java "${jargs[@]}") ;;
+    plain) cmd=("$java" "${jargs[@]}") ;;
+    record) cmd=("$tool" record -q --dir "$work/dumps" -- "$java" "${jargs[@]}") ;;
+    sync) cmd=("$tool" record -q --jvm-startup sync --dir "$work/dumps" -- "$java" "${jargs[@]}") ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac
   rm -rf "$work/dumps"

@@ -389,15 +389,12 @@ bool ClassCache::Store(const CacheKey& key, const CacheEntry& entry) {
 
 // Under pack_mutex_: no pack from this run (a write failed, or it is too big).
 void ClassCache::Fail() {
+  if (failed_) return;
   failed_ = true;
   written_.clear();
-  if (fd_ >= 0) {
-    unlink(temp_.c_str());
-    if (in_flight_ == 0) close(fd_);  // else the last write under way closes it
-    fd_ = -1;
-  } else if (!temp_.empty()) {
-    unlink(temp_.c_str());
-  }
+  if (!temp_.empty()) unlink(temp_.c_str());
+  if (fd_ >= 0 && in_flight_ == 0) close(fd_);  // else the last write under way closes it
+  fd_ = -1;
 }
 
 bool ClassCache::Finish() {

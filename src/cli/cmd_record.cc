@@ -57,9 +57,10 @@ std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& age
 }
 
 // -XX:+CriticalJNINatives, the cheapest call from Java into the recorder
-// (natives.cc), exists up to JDK 17 (which prints one deprecation warning
-// for it); JDK 18 removed it, and a JVM refuses to start with a flag it does
-// not know. So it goes only to launchers of JDK 17 or older: here for a
+// (natives.cc), exists up to JDK 17 (whose deprecation warning for it
+// lb_critical_natives_flags keeps off stderr); JDK 18 removed it, and a JVM
+// refuses to start with a flag it does not know. So it goes only to
+// launchers of JDK 17 or older: here for a
 // `java` command, in exec_hooks.c (LOOKBACK_JVM_CRITICAL) for JVMs the
 // command starts.
 bool WantsCriticalNatives(const RecordOptions& o, const std::vector<std::string>& command) {
@@ -163,7 +164,11 @@ Outcome Run(const RecordOptions& o) {
       std::vector<std::string> flags;
       for (const std::string& f : jvm_flags) flags.push_back(prefix + f);
       const int release = lb_jdk_release(command[0].c_str());
-      if (critical && release > 0 && release <= 17) flags.push_back(prefix + "-XX:+CriticalJNINatives");
+      if (critical && release > 0 && release <= 17) {
+        const char* extra[3];
+        const size_t count = lb_critical_natives_flags(launcher, nullptr, extra);
+        flags.insert(flags.end(), extra, extra + count);
+      }
       command.insert(command.begin() + 1, flags.begin(), flags.end());
     }
     const char* tmp = getenv("TMPDIR");

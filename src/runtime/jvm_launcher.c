@@ -217,3 +217,39 @@ __attribute__((no_instrument_function)) int lb_jdk_release(const char* path) {
   while (*v >= '0' && *v <= '9' && release < 10000) release = release * 10 + (*v++ - '0');
   return release;
 }
+
+/* The value of `name` in `envp` (NULL: this process's environment). */
+LB_LOCAL const char* lb_env(char* const envp[], const char* name) {
+  if (envp == NULL) return getenv(name);
+  const size_t len = strlen(name);
+  for (size_t i = 0; envp[i] != NULL; ++i) {
+    if (strncmp(envp[i], name, len) == 0 && envp[i][len] == '=') return envp[i] + len + 1;
+  }
+  return NULL;
+}
+
+/* The last PrintWarnings setting among the words of `options`: 1 on, 0 off,
+ * `state` when none. */
+LB_LOCAL int lb_last_print_warnings(const char* options, int state) {
+  static const char kFlag[] = "PrintWarnings";
+  for (const char* p = options; p != NULL && (p = strstr(p, kFlag)) != NULL; p += sizeof kFlag - 1) {
+    const char* end = p + sizeof kFlag - 1;
+    if (*end != '\0' && *end != ' ' && *end != '\t' && *end != '\n') continue;
+    if (p - options < 5 || strncmp(p - 5, "-XX:", 4) != 0 || (p[-1] != '+' && p[-1] != '-')) continue;
+    if (p - options > 5 && p[-6] != ' ' && p[-6] != '\t' && p[-6] != '\n') continue;
+    state = p[-1] == '+';
+  }
+  return state;
+}
+
+__attribute__((no_instrument_function)) size_t lb_critical_natives_flags(enum lb_launcher_kind kind,
+                                                                         char* const envp[], const char* out[3]) {
+  const int tool = kind == LB_JDK_TOOL;
+  int warnings = lb_last_print_warnings(lb_env(envp, "JAVA_TOOL_OPTIONS"), 1);
+  if (!tool) warnings = lb_last_print_warnings(lb_env(envp, "JDK_JAVA_OPTIONS"), warnings);
+  size_t n = 0;
+  out[n++] = tool ? "-J-XX:-PrintWarnings" : "-XX:-PrintWarnings";
+  out[n++] = tool ? "-J-XX:+CriticalJNINatives" : "-XX:+CriticalJNINatives";
+  if (warnings) out[n++] = tool ? "-J-XX:+PrintWarnings" : "-XX:+PrintWarnings";
+  return n;
+}

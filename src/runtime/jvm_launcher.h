@@ -44,6 +44,21 @@ enum lb_launcher_kind lb_classify_launcher(const char* path) __attribute__((visi
  * 0 when it cannot tell. Resolves `path` as lb_classify_launcher does. */
 int lb_jdk_release(const char* path) __attribute__((visibility("hidden")));
 
+/* The flags that turn on -XX:+CriticalJNINatives (the cheapest call from
+ * Java into the recorder; JDK 17 and older) without the deprecation warning
+ * JDK 16 and 17 print for it on stderr, which would change what the traced
+ * program prints: HotSpot prints that warning while it parses the flag, only
+ * if PrintWarnings is on, and parses flags in order, so the flag goes
+ * between -XX:-PrintWarnings and -XX:+PrintWarnings. The last is left out
+ * when the user turned warnings off before lookback's flags: in
+ * JAVA_TOOL_OPTIONS (parsed first) or, for `java`, JDK_JAVA_OPTIONS (which
+ * the launcher puts before the command line), as `envp` (NULL: this
+ * process's environment) holds them; a setting later on the command line
+ * wins anyway. `kind` picks the form (-J<flag> for a JDK tool). Fills `out`
+ * with static strings and returns how many (2 or 3). */
+size_t lb_critical_natives_flags(enum lb_launcher_kind kind, char* const envp[], const char* out[3])
+    __attribute__((visibility("hidden")));
+
 /* Reads up to `len` bytes at `offset` of some file into `buf`; returns how
  * many (0 at the end), or -1. */
 typedef long (*lb_read_at_fn)(void* ctx, void* buf, size_t len, uint64_t offset);

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -140,24 +141,71 @@ TEST(Launchers, CriticalNativesGoOnlyToJdksThatStillHaveThem) {
     std::filesystem::create_directories(dir + "/links/" + jdk.name);
     const std::string link = dir + "/links/" + jdk.name + "/java";
     std::filesystem::create_symlink(java, link);
-    for (const std::string how : {"direct", "script"}) {
-      SCOPED_TRACE(std::string(jdk.name) + " " + how);
-      std::filesystem::remove(args_file);
-      const std::vector<std::string> command =
-          how == "direct" ? std::vector<std::string>{link, "-version"}
-                          : std::vector<std::string>{"/bin/sh", "-c", "\"$0\" -version", link};
-      std::vector<std::string> argv = {cli, "record", "-q", "--dir", dir + "/dumps", "--"};
-      argv.insert(argv.end(), command.begin(), command.end());
-      const RunResult r = RunProgram(argv);
-      ASSERT_EQ(r.exit_code, 0) << r.err;
-      std::ifstream in(args_file);
-      std::stringstream args;
-      args << in.rdbuf();
-      EXPECT_NE(args.str().find("-agentpath:"), std::string::npos) << args.str();
-      EXPECT_EQ(args.str().find("-XX:+CriticalJNINatives") != std::string::npos, jdk.critical) << args.str();
-      EXPECT_NE(args.str().find("-version"), std::string::npos) << args.str();
+    // The user's JAVA_TOOL_OPTIONS or JDK_JAVA_OPTIONS (parsed before the
+    // flags record inserts) may turn warnings off; record must not turn
+    // them back on.
+    for (const std::string env : {"", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"}) {
+      for (const std::string how : {"direct", "script"}) {
+        SCOPED_TRACE(std::string(jdk.name) + " " + how + " " + env);
+        std::filesystem::remove(args_file);
+        const std::vector<std::string> command =
+            how == "direct" ? std::vector<std::string>{link, "-version"}
+                            : std::vector<std::string>{"/bin/sh", "-c", "\"$0\" -version", link};
+        std::vector<std::string> argv = {cli, "record", "-q", "--dir", dir + "/dumps", "--"};
+        argv.insert(argv.end(), command.begin(), command.end());
+        std::map<std::string, std::string> vars;
+        if (!env.empty()) vars[env] = "-Dx=1 -XX:+PrintWarnings -XX:-PrintWarnings -Xss2m";
+        const RunResult r = RunProgram(argv, vars);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        std::ifstream in(args_file);
+        std::stringstream args;
+        args << in.rdbuf();
+        EXPECT_NE(args.str().find("-agentpath:"), std::string::npos) << args.str();
+        // HotSpot warns about a deprecated flag while it parses it, if
+        // PrintWarnings is on then: so it is off around the flag, and back
+        // on after it unless the user had it off.
+        const std::string quiet = "-XX:-PrintWarnings\n-XX:+CriticalJNINatives\n";
+        EXPECT_EQ(args.str().find(quiet) != std::string::npos, jdk.critical) << args.str();
+        EXPECT_EQ(args.str().find(quiet + "-XX:+PrintWarnings\n") != std::string::npos, jdk.critical && env.empty())
+            << args.str();
+        EXPECT_EQ(args.str().find("-XX:+CriticalJNINatives") != std::string::npos, jdk.critical) << args.str();
+        EXPECT_NE(args.str().find("-version"), std::string::npos) << args.str();
+      }
     }
   }
+}
+
+// A traced JVM prints what it prints untraced: on JDK 17, record's
+// -XX:+CriticalJNINatives must not add HotSpot's deprecation warning to the
+// program's stderr, whether record starts java or a script does, and a
+// warning the user's own flags cause still shows.
+TEST(Launchers, ATracedJvmPrintsNoWarningOfLookbacksFlags) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-warnings");
+  for (const std::string how : {"direct", "script"}) {
+    SCOPED_TRACE(how);
+    const std::vector<std::string> java = {LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "SpawnsJvm", "child"};
+    std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir + "/dumps-" + how, "--"};
+    if (how == "script") argv.insert(argv.end(), {"/bin/sh", "-c", "exec \"$@\"", "sh"});
+    argv.insert(argv.end(), java.begin(), java.end());
+    const RunResult traced = RunProgram(argv);
+    const RunResult plain = RunProgram(java);
+    ASSERT_EQ(traced.exit_code, 0) << traced.err;
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(traced.err, plain.err);
+    EXPECT_EQ(traced.out, plain.out);
+    EXPECT_EQ(Dumps(dir + "/dumps-" + how).size(), 1u);
+  }
+  // A deprecated flag of the user's own still warns (PrintWarnings is back on).
+  const std::vector<std::string> own = {LOOKBACK_TEST_JAVA, "-XX:+UseBiasedLocking", "-cp", LOOKBACK_TEST_JAVA_CLASSES,
+                                        "SpawnsJvm", "child"};
+  std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir + "/dumps-own", "--"};
+  argv.insert(argv.end(), own.begin(), own.end());
+  const RunResult traced = RunProgram(argv);
+  const RunResult plain = RunProgram(own);
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_NE(plain.err.find("UseBiasedLocking"), std::string::npos) << plain.err;
+  EXPECT_EQ(traced.err, plain.err);
 }
 
 // The real java binary that LOOKBACK_TEST_JAVA leads to (through links).

@@ -41,7 +41,8 @@ void lb_before_exec(void) __attribute__((no_instrument_function));
 #define LB_NOINST __attribute__((no_instrument_function, visibility("default")))
 #define LB_LOCAL static __attribute__((no_instrument_function))
 
-/* At most this many flags are inserted (record passes two or three). */
+/* At most this many flags are inserted (record passes one, and three more
+ * turn on critical natives). */
 #define LB_MAX_JVM_FLAGS 8
 
 LB_LOCAL size_t lb_argc(char* const argv[]) {
@@ -79,16 +80,21 @@ LB_LOCAL int lb_wants_critical(const char* path, char* const argv[]) {
 }
 
 /* Fills `out` (room for argc + LB_MAX_JVM_FLAGS + 1) with argv[0], the flags
- * (the lines of `flags`, each copied into `buf` behind `prefix`: "" for
- * `java`, "-J" for a JDK tool), -XX:+CriticalJNINatives if `critical`, then
- * argv[1..]. `buf` has room for the flags, a NUL and the prefix per line. */
-LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, const char* prefix, int critical, char* buf,
-                                        char* const argv[], size_t argc, char** out) {
+ * (the lines of `flags`, each copied into `buf` behind the prefix of `kind`:
+ * "" for `java`, "-J" for a JDK tool), the flags that turn on critical
+ * natives if `critical` (lb_critical_natives_flags, for the environment
+ * `envp` the launcher gets), then argv[1..]. `buf` has room for the flags, a
+ * NUL and the prefix per line. */
+LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, enum lb_launcher_kind kind, int critical,
+                                        char* const envp[], char* buf, char* const argv[], size_t argc,
+                                        char** out) {
   size_t n = 0;
   out[n++] = argv[0];
+  const char* prefix = kind == LB_JDK_TOOL ? "-J" : "";
   const size_t plen = strlen(prefix);
   char* w = buf;
-  for (const char* p = flags; *p != '\0' && n < LB_MAX_JVM_FLAGS;) {
+  /* Room is kept for the three critical-natives flags. */
+  for (const char* p = flags; *p != '\0' && n < LB_MAX_JVM_FLAGS - 2;) {
     const char* end = strchr(p, '\n');
     const size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
     if (len > 0) {
@@ -101,7 +107,11 @@ LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, const char* prefix, i
     if (end == NULL) break;
     p = end + 1;
   }
-  if (critical) out[n++] = plen > 0 ? (char*)"-J-XX:+CriticalJNINatives" : (char*)"-XX:+CriticalJNINatives";
+  if (critical) {
+    const char* extra[3];
+    const size_t count = lb_critical_natives_flags(kind, envp, extra);
+    for (size_t i = 0; i < count; ++i) out[n++] = (char*)extra[i];
+  }
   for (size_t i = 1; i < argc; ++i) out[n++] = argv[i];
   out[n] = NULL;
   return out;
@@ -109,16 +119,17 @@ LB_LOCAL char* const* lb_with_jvm_flags(const char* flags, const char* prefix, i
 
 /* Declares `lb_av`: argv, or argv with the JVM flags inserted, in arrays on
  * this stack frame (an exec may run in a vfork child: no malloc). */
-#define LB_JVM_ARGV(path, argv)                                                                             \
+#define LB_JVM_ARGV(path, argv, envp)                                                                       \
   enum lb_launcher_kind lb_kind;                                                                            \
   const char* lb_flags = lb_jvm_flags_for((path), (argv), &lb_kind);                                        \
   const int lb_critical = lb_flags != NULL && lb_wants_critical((path), (argv));                            \
   const size_t lb_n = lb_argc(argv);                                                                        \
   char lb_buf[lb_flags != NULL ? strlen(lb_flags) + 1 + 2 * LB_MAX_JVM_FLAGS : 1];                          \
   char* lb_out[lb_flags != NULL ? lb_n + LB_MAX_JVM_FLAGS + 1 : 1];                                         \
-  char* const* lb_av = lb_flags != NULL ? lb_with_jvm_flags(lb_flags, lb_kind == LB_JDK_TOOL ? "-J" : "",    \
-                                                            lb_critical, lb_buf, (argv), lb_n, lb_out)      \
-                                        : (argv)
+  char* const* lb_av = lb_flags != NULL                                                                     \
+                           ? lb_with_jvm_flags(lb_flags, lb_kind, lb_critical, (envp), lb_buf, (argv), lb_n, \
+                                               lb_out)                                                      \
+                           : (argv)
 
 typedef int (*execve_fn)(const char*, char* const[], char* const[]);
 typedef int (*execv_fn)(const char*, char* const[]);
@@ -128,7 +139,7 @@ LB_NOINST int execve(const char* path, char* const argv[], char* const envp[]) {
   static execve_fn real;
   if (real == NULL) real = (execve_fn)dlsym(RTLD_NEXT, "execve");
   lb_before_exec();
-  LB_JVM_ARGV(path, argv);
+  LB_JVM_ARGV(path, argv, envp);
   return real(path, lb_av, envp);
 }
 
@@ -136,7 +147,7 @@ LB_NOINST int execvpe(const char* file, char* const argv[], char* const envp[]) 
   static execve_fn real;
   if (real == NULL) real = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
   lb_before_exec();
-  LB_JVM_ARGV(file, argv);
+  LB_JVM_ARGV(file, argv, envp);
   return real(file, lb_av, envp);
 }
 
@@ -145,7 +156,7 @@ LB_NOINST int execvpe(const char* file, char* const argv[], char* const envp[]) 
     static execv_fn real;                                        \
     if (real == NULL) real = (execv_fn)dlsym(RTLD_NEXT, #name);  \
     lb_before_exec();                                            \
-    LB_JVM_ARGV(path, argv);                                     \
+    LB_JVM_ARGV(path, argv, NULL);                               \
     return real(path, lb_av);                                    \
   }
 
@@ -156,7 +167,7 @@ LB_NOINST int fexecve(int fd, char* const argv[], char* const envp[]) {
   static execve_fn2 real;
   if (real == NULL) real = (execve_fn2)dlsym(RTLD_NEXT, "fexecve");
   lb_before_exec();
-  LB_JVM_ARGV(NULL, argv);
+  LB_JVM_ARGV(NULL, argv, envp);
   return real(fd, lb_av, envp);
 }
 
@@ -169,7 +180,7 @@ typedef int (*spawn_fn)(pid_t*, const char*, const posix_spawn_file_actions_t*, 
                      const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {             \
     static spawn_fn real;                                                                                 \
     if (real == NULL) real = (spawn_fn)dlsym(RTLD_NEXT, #name);                                           \
-    LB_JVM_ARGV(path, argv);                                                                              \
+    LB_JVM_ARGV(path, argv, envp);                                                                        \
     return real(pid, path, actions, attr, lb_av, envp);                                                   \
   }
 

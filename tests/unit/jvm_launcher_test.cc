@@ -161,3 +161,43 @@ TEST(JvmLauncher, TheElfReaderSurvivesEveryTruncationAndRandomDamage) {
 }
 
 }  // namespace
+
+namespace {
+
+// The flags around -XX:+CriticalJNINatives, for the environment a launcher
+// gets: warnings back on after it unless the user's options that come
+// first had them off, judged by whole words only.
+std::vector<std::string> CriticalFlags(lb_launcher_kind kind, std::vector<std::string> env) {
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const char* out[3];
+  const size_t n = lb_critical_natives_flags(kind, envp.data(), out);
+  return std::vector<std::string>(out, out + n);
+}
+
+}  // namespace
+
+TEST(JvmLauncher, CriticalNativesGoBetweenWarningsOffAndTheUsersOwnSetting) {
+  const std::vector<std::string> restored = {"-XX:-PrintWarnings", "-XX:+CriticalJNINatives", "-XX:+PrintWarnings"};
+  const std::vector<std::string> kept_off = {"-XX:-PrintWarnings", "-XX:+CriticalJNINatives"};
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {}), restored);
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {"PATH=/bin", "JAVA_TOOL_OPTIONS=-XX:-PrintWarnings"}), kept_off);
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {"JAVA_TOOL_OPTIONS=-Xss1m\t-XX:-PrintWarnings -Dx=y"}), kept_off);
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {"JAVA_TOOL_OPTIONS=-XX:-PrintWarnings -XX:+PrintWarnings"}), restored);
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {"JDK_JAVA_OPTIONS=-XX:-PrintWarnings"}), kept_off);
+  // JDK_JAVA_OPTIONS comes after JAVA_TOOL_OPTIONS.
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER,
+                          {"JDK_JAVA_OPTIONS=-XX:+PrintWarnings", "JAVA_TOOL_OPTIONS=-XX:-PrintWarnings"}),
+            restored);
+  // Not the flag: other names that contain it, a property's value, a prefix.
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {"JAVA_TOOL_OPTIONS=-XX:-PrintWarningsSoon"}), restored);
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {"JAVA_TOOL_OPTIONS=-Dnote=-XX:-PrintWarnings"}), restored);
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {"JAVA_TOOL_OPTIONS=PrintWarnings -PrintWarnings"}), restored);
+  EXPECT_EQ(CriticalFlags(LB_JAVA_LAUNCHER, {"MY_JAVA_TOOL_OPTIONS=-XX:-PrintWarnings"}), restored);
+  // The JDK's tools take the flags as -J<flag>, and JDK_JAVA_OPTIONS is java's alone.
+  EXPECT_EQ(CriticalFlags(LB_JDK_TOOL, {"JDK_JAVA_OPTIONS=-XX:-PrintWarnings"}),
+            (std::vector<std::string>{"-J-XX:-PrintWarnings", "-J-XX:+CriticalJNINatives", "-J-XX:+PrintWarnings"}));
+  EXPECT_EQ(CriticalFlags(LB_JDK_TOOL, {"JAVA_TOOL_OPTIONS=-XX:-PrintWarnings"}),
+            (std::vector<std::string>{"-J-XX:-PrintWarnings", "-J-XX:+CriticalJNINatives"}));
+}

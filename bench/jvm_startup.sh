@@ -45,8 +45,8 @@ for p in "${wanted[@]}"; do
 done
 
 # One run: milliseconds from launch to the first byte on stdout, or to the
-# exit when there is none. (stderr is not watched: the JVM warns there at
-# start about the flag record adds, -XX:+CriticalJNINatives.)
+# exit when there is none. (stderr is not watched: a JVM writes nothing
+# there unless something is wrong.)
 run() {  # program mode
   local p=$1 mode=$2 tool=$lb cmd=()
   if [[ $mode == *-base ]]; then

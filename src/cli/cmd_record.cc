@@ -50,7 +50,7 @@ std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& age
   for (const std::string& g : o.jvm_include) agent_options += ",include=" + g;
   for (const std::string& g : o.jvm_exclude) agent_options += ",exclude=" + g;
   if (o.jvm_probe_inlined) agent_options += ",inlined=probe";
-  if (o.jvm_startup != "skip") agent_options += ",startup=" + o.jvm_startup;
+  if (o.jvm_startup != "defer") agent_options += ",startup=" + o.jvm_startup;
   if (o.jvm_writes != "java") agent_options += ",writes=" + o.jvm_writes;
   if (!o.jvm_cache.empty()) agent_options += ",cache=" + o.jvm_cache;
   return {"-agentpath:" + agent + "=" + agent_options};

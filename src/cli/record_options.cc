@@ -199,11 +199,12 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
                 "left out by default (agent option inlined=probe); docs/jvm.md");
   sub->add_option("--jvm-startup", o->jvm_startup,
                   "For a JVM: what becomes of the ~260 JDK classes loaded before tracing starts (String, HashMap, ...): "
-                  "skip (default: they keep their code and are not traced, as do the launcher's classes loaded before the main "
-                  "class), sync (they get probes before main starts: "
-                  "about 0.1 s more start-up) or async (on an agent thread while main runs, their first calls "
-                  "untraced); agent option startup=; docs/jvm.md")
-      ->check(CLI::IsMember({"skip", "sync", "async"}))
+                  "defer (default: they keep their code and are not traced, as do the launcher's classes loaded before "
+                  "the main class; the JDK classes first loaded in the JVM's first second get their probes after it), "
+                  "skip (the same, but JDK classes loaded after the main class get probes as they load), sync (they "
+                  "get probes before main starts: about 0.1 s more start-up) or async (on an agent thread while main "
+                  "runs, their first calls untraced); agent option startup=; docs/jvm.md")
+      ->check(CLI::IsMember({"defer", "skip", "sync", "async"}))
       ->capture_default_str();
   sub->add_option("--jvm-cache", o->jvm_cache,
                   "For a JVM: the directory of the cache of rewritten classes, or off (agent option cache=; default "

@@ -42,6 +42,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/elf_build_id.h"
@@ -87,7 +88,9 @@ enum class Mode { kInline, kListener };
 // What becomes of the classes loaded before the probe class exists (about
 // 260 of java.base's for an empty main; docs/jvm.md, "Start-up").
 enum class Startup {
-  kSkip,   // skip (default): they keep their code and are not traced
+  kDefer,  // defer (default): as skip, and the JDK classes first loaded in the
+           // JVM's first second get their probes after it (g_defer)
+  kSkip,   // skip: they keep their code and are not traced
   kSync,   // sync: retransformed with probes before main starts
   kAsync,  // async: retransformed with probes on an agent thread while main runs
 };
@@ -96,7 +99,10 @@ struct Options {
   Mode mode = Mode::kInline;
   std::vector<std::string> include, exclude;  // globs over "pkg.Class.method"
   bool probe_inlined = false;  // inlined=probe: probes in methods C2 always inlines too (AlwaysInlined)
-  Startup startup = Startup::kSkip;  // startup=skip|sync|async
+  Startup startup = Startup::kDefer;  // startup=defer|skip|sync|async
+  // defer and skip: the classes loaded before tracing starts, and the
+  // launcher's, keep their code.
+  bool SkipsStartup() const { return startup == Startup::kDefer || startup == Startup::kSkip; }
   // writes=java (default): LookbackProbe writes a fast-clock ring's untimed
   // records itself; writes=native: every record through the natives.
   bool java_writes = true;
@@ -127,6 +133,27 @@ std::atomic<bool> g_probe_ready{false};  // java.lang.LookbackProbe defined: cla
 std::atomic<bool> g_launcher_window{false};
 jobject g_platform_loader = nullptr;  // a global ref, set before the window opens
 std::string g_main_class;             // "pkg/Main" from sun.java.command, or empty
+// The JDK's classes first loaded in the JVM's first second (startup=defer,
+// the default): after the launcher's window, start-up goes on in the
+// program's own code, which loads JDK classes of its own (Rhino: regular
+// expressions, reflection, text; 31 ms of a 240 ms time to first output when
+// rewritten, as their CDS copies are lost and their probes run in the
+// interpreter). Those of the boot and platform loaders keep their code while
+// the window is open; when it closes (LOOKBACK_JVM_STARTUP_WINDOW after
+// VMInit, default 1 s) an agent thread retransforms them in one batch, so a
+// program that runs longer has their frames (thread pools, I/O wrappers)
+// traced from then on. The cost moves out of start-up: one safepoint
+// (about 8 ms for 364 classes here) and the rewriting, on the agent thread.
+struct Deferral {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::unordered_set<std::string> names;  // "java/util/regex/Pattern", deferred by the hook
+  uint64_t window_ns = 0;
+  bool stop = false;  // VMDeath
+  bool done = false;  // the thread has ended
+};
+Deferral& g_defer = *new Deferral;
+std::atomic<bool> g_defer_open{false};  // deferring now (read without the mutex first)
 // Loaded into a running JVM (`lookback attach`), not at its start.
 bool g_live = false;
 // Listener mode: the only class rewritten is java.lang.Thread, for its rename hook.
@@ -162,14 +189,16 @@ Options ParseOptions(const char* text) {
     } else if (key == "inlined") {
       either("probe", "skip", &o.probe_inlined);
     } else if (key == "startup") {
-      if (value == "skip") {
+      if (value == "defer") {
+        o.startup = Startup::kDefer;
+      } else if (value == "skip") {
         o.startup = Startup::kSkip;
       } else if (value == "sync") {
         o.startup = Startup::kSync;
       } else if (value == "async") {
         o.startup = Startup::kAsync;
       } else {
-        o.error = "startup must be skip, sync or async, not '" + value + "'";
+        o.error = "startup must be defer, skip, sync or async, not '" + value + "'";
       }
     } else if (key == "writes") {
       either("java", "native", &o.java_writes);
@@ -411,10 +440,36 @@ bool InLauncherWindow(JNIEnv* jni, jclass redefined, jobject loader, const char*
   return false;
 }
 
+// True when a class loading now is a JDK class whose probes wait until the
+// start-up window closes (g_defer); it is then noted for that retransform.
+// Under the mutex the thread closes the window with, so every class deferred
+// is either in the set it takes or loaded after it closed (and rewritten).
+// Only the runtime image's classes: the boot loader also loads a program's
+// own classes from -Xbootclasspath/a, which the hook cannot tell apart by
+// loader, so a class is the JDK's by its package too (java.base's and the
+// other modules' of OpenJDK 17; a program's com.sun.* class on the boot
+// class path would be taken for one).
+bool InJdkPackage(std::string_view name) {
+  for (std::string_view p : {"java/", "javax/", "jdk/", "sun/", "com/sun/", "org/xml/", "org/w3c/", "org/ietf/"}) {
+    if (name.substr(0, p.size()) == p) return true;
+  }
+  return false;
+}
+
+bool Deferred(JNIEnv* jni, jclass redefined, jobject loader, const char* name) {
+  if (!g_defer_open.load(std::memory_order_relaxed) || redefined != nullptr || !InJdkPackage(name)) return false;
+  if (loader != nullptr && !jni->IsSameObject(loader, g_platform_loader)) return false;
+  std::lock_guard<std::mutex> lock(g_defer.mutex);
+  if (!g_defer_open.load(std::memory_order_relaxed)) return false;
+  g_defer.names.insert(name);
+  g_stats.startup_deferred.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv* jni, jclass redefined, jobject loader, const char* name, jobject,
                              jint len, const unsigned char* data, jint* new_len, unsigned char** new_data) {
   if (!g_probe_ready.load(std::memory_order_acquire) || name == nullptr || NeverRewritten(name)) return;
-  if (InLauncherWindow(jni, redefined, loader, name)) return;
+  if (InLauncherWindow(jni, redefined, loader, name) || Deferred(jni, redefined, loader, name)) return;
   timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   RewriteInHook(jvmti, name, len, data, new_len, new_data);
@@ -666,6 +721,115 @@ void OpenLauncherWindow(jvmtiEnv* jvmti, JNIEnv* jni) {
   g_launcher_window.store(g_platform_loader != nullptr, std::memory_order_relaxed);
 }
 
+uint64_t StartupWindowNs() {
+  const char* v = getenv("LOOKBACK_JVM_STARTUP_WINDOW");
+  uint64_t ns = 1'000'000'000;
+  if (v != nullptr && *v != '\0' && !rt::ParseDuration(v, &ns)) {
+    Say(std::string("LOOKBACK_JVM_STARTUP_WINDOW='") + v + "' is not a duration; using 1s");
+    ns = 1'000'000'000;
+  }
+  return ns;
+}
+
+// The classes among `names` that are loaded now, by their names in the
+// hook's form ("java/util/regex/Pattern"); found ones leave `names`.
+std::vector<jclass> LoadedClassesNamed(jvmtiEnv* jvmti, std::unordered_set<std::string>* names) {
+  std::vector<jclass> out;
+  for (jclass c : ModifiableClasses(jvmti)) {
+    char* signature = nullptr;
+    if (jvmti->GetClassSignature(c, &signature, nullptr) != JVMTI_ERROR_NONE || signature == nullptr) continue;
+    const size_t len = strlen(signature);
+    if (len > 2 && signature[0] == 'L' && signature[len - 1] == ';' &&
+        names->erase(std::string(signature + 1, len - 2)) != 0) {
+      out.push_back(c);
+    }
+    jvmti->Deallocate(reinterpret_cast<unsigned char*>(signature));
+  }
+  return out;
+}
+
+// startup=defer's agent thread: when the window closes (or the JVM ends
+// first), retransforms the JDK classes the hook deferred, in one batch; a
+// class whose loading was under way then is looked for once more 50 ms later.
+void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv*, void*) {
+  const uint64_t t0 = NowNs();
+  std::unordered_set<std::string> names;
+  size_t deferred = 0, done = 0, batches = 0;
+  {
+    std::unique_lock<std::mutex> lock(g_defer.mutex);
+    g_defer.cv.wait_for(lock, std::chrono::nanoseconds(g_defer.window_ns), [] { return g_defer.stop; });
+    g_defer_open.store(false, std::memory_order_relaxed);
+    names.swap(g_defer.names);
+    deferred = names.size();
+  }
+  for (int pass = 0; pass < 2 && !names.empty(); ++pass) {
+    if (pass > 0) {
+      std::unique_lock<std::mutex> lock(g_defer.mutex);
+      if (g_defer.cv.wait_for(lock, std::chrono::milliseconds(50), [] { return g_defer.stop; })) break;
+    }
+    {
+      std::lock_guard<std::mutex> lock(g_defer.mutex);
+      if (g_defer.stop) break;
+    }
+    std::vector<jclass> todo = LoadedClassesNamed(jvmti, &names);
+    if (todo.empty()) continue;
+    ++batches;
+    if (jvmti->RetransformClasses(static_cast<jint>(todo.size()), todo.data()) == JVMTI_ERROR_NONE) {
+      done += todo.size();
+    } else {
+      for (jclass c : todo) {
+        if (jvmti->RetransformClasses(1, &c) == JVMTI_ERROR_NONE) {
+          ++done;
+        } else {
+          g_stats.retransform_failed.fetch_add(1);
+        }
+      }
+    }
+  }
+  if (g_runtime.set_note != nullptr && deferred != 0) {
+    std::string note = "the " + std::to_string(deferred) + " JDK classes first loaded in the JVM's first " +
+                       std::to_string(g_defer.window_ns / 1000000) + " ms kept their code until then (startup=defer); ";
+    if (done != 0) {
+      note += std::to_string(done) + " got their probes " + std::to_string((NowNs() - t0) / 1000000) +
+              " ms after tracing started (" + std::to_string(batches) + " retransform batches)";
+    } else {
+      note += "the JVM ended first, and none got probes";
+    }
+    if (done != 0 && done < deferred) note += "; " + std::to_string(deferred - done) + " not found loaded";
+    g_runtime.set_note("jvm-deferred", note.c_str());
+  }
+  std::lock_guard<std::mutex> lock(g_defer.mutex);
+  g_defer.done = true;
+  g_defer.cv.notify_all();
+}
+
+// Opens startup=defer's window, with the agent thread that closes it; stays
+// shut if the thread cannot start (classes are then rewritten as they load).
+void OpenStartupWindow(jvmtiEnv* jvmti, JNIEnv* jni) {
+  {
+    std::lock_guard<std::mutex> lock(g_defer.mutex);
+    g_defer.window_ns = StartupWindowNs();
+    if (g_defer.window_ns == 0) return;
+    g_defer_open.store(true, std::memory_order_relaxed);
+  }
+  if (!StartAgentThread(jvmti, jni, "lookback-deferred", &DeferredRetransformThread, JVMTI_THREAD_MIN_PRIORITY)) {
+    std::lock_guard<std::mutex> lock(g_defer.mutex);
+    g_defer_open.store(false, std::memory_order_relaxed);
+    g_defer.done = true;
+  }
+}
+
+// At VMDeath: the window's thread ends (waited for at most 500 ms: it may be
+// in a retransform), so that no agent thread is left waiting in native code
+// at HotSpot's last safepoint.
+void CloseStartupWindow() {
+  std::unique_lock<std::mutex> lock(g_defer.mutex);
+  if (g_defer.window_ns == 0) return;
+  g_defer.stop = true;
+  g_defer.cv.notify_all();
+  g_defer.cv.wait_for(lock, std::chrono::milliseconds(500), [] { return g_defer.done; });
+}
+
 bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   OpenClassCache();
   if (g_probe_class == nullptr) {  // (attached again after a detach: it exists)
@@ -693,7 +857,15 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
       for (const rt::Watch& w : watches) named_globs.push_back(w.pattern);
     }
   }
-  if (g_options.startup == Startup::kSkip && !g_live && named_globs.empty()) OpenLauncherWindow(jvmti, jni);
+  // A --stall-idle glob must see the waits it names from the start too (a
+  // thread waiting in a JDK queue's take() would look stalled in its caller).
+  const char* stall_idle = getenv("LOOKBACK_STALL_IDLE");
+  if (g_options.SkipsStartup() && !g_live && named_globs.empty()) {
+    OpenLauncherWindow(jvmti, jni);
+    if (g_options.startup == Startup::kDefer && g_launcher_window.load() && (stall_idle == nullptr || *stall_idle == '\0')) {
+      OpenStartupWindow(jvmti, jni);
+    }
+  }
   g_probe_ready.store(true, std::memory_order_release);
   jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
 
@@ -720,7 +892,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   } else {
     jni->ExceptionClear();
   }
-  if (g_options.startup == Startup::kSkip) {
+  if (g_options.SkipsStartup()) {
     // Except what the user names: --jvm-include java.util.* means HashMap
     // too, start-up class or not, and a --slow-call glob must see the calls
     // it watches (the budget never sheds them either). Those few are
@@ -807,6 +979,7 @@ void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv* jni) {
   if (g_probe_class != nullptr && g_probe_on != nullptr) jni->SetStaticBooleanField(g_probe_class, g_probe_on, JNI_FALSE);
   g_stats.Publish();  // the exit dump's counts, exact
   StopShedding();
+  CloseStartupWindow();
   WaitForNanoscopeFlushes();
   FinishCacheWrites();
 }

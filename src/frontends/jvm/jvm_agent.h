@@ -168,6 +168,9 @@ struct AgentStats {
   // startup=skip: the JDK classes the launcher loaded after VMInit, before
   // the main class, that keep their code (agent.cc, g_launcher_window).
   std::atomic<uint64_t> launcher_skipped{0};
+  // startup=defer: the JDK classes loaded in the start-up window that kept
+  // their code until it closed (agent.cc, g_defer).
+  std::atomic<uint64_t> startup_deferred{0};
   std::atomic<uint64_t> guarded_methods{0};       // methods given a guard byte (RegisterGuards)
   std::atomic<uint64_t> java_writing_threads{0};  // threads bound to their fast-clock ring (BindJavaRing)
   std::atomic<bool> java_writes{false};  // LookbackProbe writes untimed records itself (writes=java and the runtime allows it)

@@ -309,6 +309,10 @@ std::string AgentStats::Summary() {
     s += "; " + std::to_string(launcher) +
          " JDK classes the launcher loaded before the main class keep their code and are not traced (startup=skip)";
   }
+  if (const uint64_t deferred = startup_deferred.load()) {
+    s += "; " + std::to_string(deferred) +
+         " JDK classes loaded in the start-up window get their probes when it closes (startup=defer; jvm-deferred says when)";
+  }
   const uint64_t hooked = classes_rewritten.load() + classes_unchanged.load() + classes_failed.load();
   const uint64_t hits = cache_hits.load();
   s += "; class hook: " + std::to_string(hooked) + " classes in " + std::to_string(hook_ns.load() / 1000000) + " ms, " +

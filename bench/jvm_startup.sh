@@ -11,7 +11,9 @@
 #   h2      H2 running SELECT 1 in memory
 # Modes: plain; record (the default settings); sync (--jvm-startup sync: the
 # JDK's start-up classes retransformed with probes before main, the default
-# before 2026-11-27); MODE-base with BASE_BUILD's lookback.
+# before 2026-11-27); skip (--jvm-startup skip: the JDK classes first loaded
+# in the JVM's first second get probes as they load, the default before
+# 2026-11-28); MODE-base with BASE_BUILD's lookback.
 # Prints the median per program and mode, and the ratio to plain.
 #   bench/jvm_startup.sh [BUILD_DIR] [ROUNDS]     MODES="plain record sync" PROGRAMS="empty javac javac-tool rhino h2"
 set -euo pipefail
@@ -59,6 +61,7 @@ run() {  # program mode
     plain) cmd=("$java" "${jargs[@]}") ;;
     record) cmd=("$tool" record -q --dir "$work/dumps" -- "$java" "${jargs[@]}") ;;
     sync) cmd=("$tool" record -q --jvm-startup sync --dir "$work/dumps" -- "$java" "${jargs[@]}") ;;
+    skip) cmd=("$tool" record -q --jvm-startup skip --dir "$work/dumps" -- "$java" "${jargs[@]}") ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac
   rm -rf "$work/dumps"

@@ -24,6 +24,9 @@
 #   fastnative     the same with --jvm-writes native (every record through the natives)
 #   sync           default settings with --jvm-startup sync: the JDK's start-up classes
 #                  retransformed with probes before main (the default before 2026-11-27)
+#   skip           default settings with --jvm-startup skip: the JDK classes first loaded
+#                  in the JVM's first second get probes as they load, not after it (the
+#                  default before 2026-11-28)
 #   idle           default settings with LOOKBACK_ENABLED=0: the probes compiled in, no
 #                  thread traced (what the probes' presence alone costs)
 #   nojdk          default settings with --jvm-exclude java.*, jdk.*, sun.*: the JDK's own
@@ -100,6 +103,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
         fastnative) flags=(--clock fast --budget off --jvm-writes native) ;;
         idle) envs=(LOOKBACK_ENABLED=0) ;;
         sync) flags=(--jvm-startup sync) ;;
+        skip) flags=(--jvm-startup skip) ;;
         nojdk) flags=(--jvm-exclude "java.*" --jvm-exclude "jdk.*" --jvm-exclude "sun.*") ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
       esac

@@ -256,6 +256,86 @@ TEST(JvmStartup, TheLaunchersClassesKeepTheirCodeAndTheMainClassIsTracedWhatever
   EXPECT_EQ(launcher_note(sync.dump), 0u);
 }
 
+// The JDK classes a program first loads in the JVM's first second, after the
+// launcher's window, keep their code until it ends (--jvm-startup defer, the
+// default: their CDS copies and no probes in the interpreter make start-up
+// faster), then get their probes in one retransform. DeferredJdk calls
+// java.util.BitSet (which no JVM loads before main) every 2 ms: its own
+// method is recorded from the first call, BitSet's only once the window
+// (LOOKBACK_JVM_STARTUP_WINDOW here) has closed, and each recorded
+// cardinality() nests in a recorded step(). --jvm-startup skip records every
+// call; a JVM that ends inside the window says no class got probes.
+TEST(JvmStartup, JdkClassesFirstLoadedDuringStartUpGetTheirProbesWhenItEnds) {
+  REQUIRE_JVM();
+  struct Run {
+    long calls = -1;           // what the program says it made
+    size_t steps = 0, cardinalities = 0, misnested = 0;
+    std::string deferred_note;  // note.jvm-deferred
+  };
+  const std::string dir = FreshDir("jvm-startup-defer");
+  auto record = [&](const std::string& name, const std::string& window, const std::string& run_ms,
+                    std::vector<std::string> flags) {
+    std::vector<std::string> argv = {Cli(), "record", "-q", "--budget", "off", "--dir", dir + "/" + name};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "DeferredJdk", run_ms});
+    const RunResult r = RunProgram(argv, {{"LOOKBACK_JVM_STARTUP_WINDOW", window}});
+    Run out;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.out.rfind("calls ", 0) == 0) out.calls = std::stol(r.out.substr(6));
+    const std::vector<std::string> dumps = Dumps(dir + "/" + name);
+    EXPECT_EQ(dumps.size(), 1u) << r.err;
+    if (dumps.size() != 1) return out;
+    const format::Dump d = MustOpen(dumps[0]);
+    if (d.metadata.count("note.jvm-deferred")) out.deferred_note = d.metadata.at("note.jvm-deferred");
+    const RunResult ev = RunProgram({Cli(), "events", dumps[0]});
+    EXPECT_EQ(ev.exit_code, 0) << ev.err;
+    std::map<std::string, std::vector<std::string>> stacks;  // by thread
+    std::istringstream in(ev.out);
+    for (std::string line; std::getline(in, line);) {
+      const std::vector<std::string> f = Split(line, '\t');
+      if (f.size() < 5) continue;
+      std::vector<std::string>& stack = stacks[f[0]];
+      if (f[2] == "ENTER") {
+        if (f[4] == "long DeferredJdk.step(java.util.BitSet, int)") ++out.steps;
+        if (f[4] == "int java.util.BitSet.cardinality()") {
+          ++out.cardinalities;
+          if (stack.empty() || stack.back() != "long DeferredJdk.step(java.util.BitSet, int)") ++out.misnested;
+        }
+        stack.push_back(f[4]);
+      } else if (f[2] == "EXIT" && !stack.empty()) {
+        if (stack.back() != f[4]) ++out.misnested;
+        stack.pop_back();
+      }
+    }
+    return out;
+  };
+  // (A window of 1 s, so that main starts inside it even on a loaded machine;
+  // 1.5 s more to run after it.)
+  const Run deferred = record("defer", "1s", "2500", {});
+  ASSERT_GT(deferred.calls, 0) << "DeferredJdk printed no count";
+  EXPECT_EQ(deferred.steps, static_cast<size_t>(deferred.calls));
+  EXPECT_GT(deferred.cardinalities, 0u) << deferred.deferred_note;
+  EXPECT_LT(deferred.cardinalities, deferred.steps) << deferred.deferred_note;
+  EXPECT_EQ(deferred.misnested, 0u);
+  EXPECT_NE(deferred.deferred_note.find("kept their code until then (startup=defer); "), std::string::npos)
+      << deferred.deferred_note;
+  EXPECT_NE(deferred.deferred_note.find(" got their probes "), std::string::npos) << deferred.deferred_note;
+
+  const Run skip = record("skip", "300ms", "600", {"--jvm-startup", "skip"});
+  ASSERT_GT(skip.calls, 0);
+  EXPECT_EQ(skip.steps, static_cast<size_t>(skip.calls));
+  EXPECT_EQ(skip.cardinalities, skip.steps);
+  EXPECT_EQ(skip.misnested, 0u);
+  EXPECT_TRUE(skip.deferred_note.empty()) << skip.deferred_note;
+
+  const Run short_run = record("short", "30s", "100", {});
+  ASSERT_GT(short_run.calls, 0);
+  EXPECT_EQ(short_run.steps, static_cast<size_t>(short_run.calls));
+  EXPECT_EQ(short_run.cardinalities, 0u);
+  EXPECT_NE(short_run.deferred_note.find("the JVM ended first, and none got probes"), std::string::npos)
+      << short_run.deferred_note;
+}
+
 // The cache of rewritten classes (docs/jvm.md, "The class cache"): a second
 // JVM with the same classes and options takes their rewrites from the pack
 // the first one wrote, parses none of them, and records the same calls; a

@@ -1017,7 +1017,8 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
     if (const uint64_t skipped = g_stats.startup_skipped.load(); skipped != 0) {
       note += "; the " + std::to_string(skipped) +
               " classes loaded before tracing started keep their code and are not traced "
-              "(startup=skip; --jvm-startup sync traces them)";
+              "(startup=" + std::string(g_options.startup == Startup::kDefer ? "defer" : "skip") +
+              "; --jvm-startup sync traces them)";
     }
     g_runtime.set_note("jvm-start", note.c_str());
   }

@@ -307,7 +307,7 @@ std::string AgentStats::Summary() {
   }
   if (const uint64_t launcher = launcher_skipped.load()) {
     s += "; " + std::to_string(launcher) +
-         " JDK classes the launcher loaded before the main class keep their code and are not traced (startup=skip)";
+         " JDK classes the launcher loaded before the main class keep their code and are not traced (startup=defer or skip)";
   }
   if (const uint64_t deferred = startup_deferred.load()) {
     s += "; " + std::to_string(deferred) +

@@ -336,6 +336,49 @@ TEST(JvmStartup, JdkClassesFirstLoadedDuringStartUpGetTheirProbesWhenItEnds) {
       << short_run.deferred_note;
 }
 
+// -Xcheck:jni makes HotSpot warn when a thread holds more JNI local
+// references than it declared, and the agent's GetLoadedClasses hands out one
+// per loaded class (hundreds at start, thousands later): a traced JVM printed
+// "WARNING: JNI local refs: 471, exceeds capacity: 32". Every path that
+// lists the loaded classes (start-up in each --jvm-startup mode, the
+// deferred retransform, the budget's retransform of shed classes) must leave
+// the program's stderr as it is untraced.
+TEST(JvmPrograms, UnderCheckJniATracedJvmPrintsWhatItPrintsUntraced) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-check-jni");
+  struct Case {
+    const char* name;
+    std::vector<std::string> flags, program;
+    std::map<std::string, std::string> env;
+  };
+  const std::vector<Case> cases = {
+      {"defer", {}, {"DeferredJdk", "800"}, {{"LOOKBACK_JVM_STARTUP_WINDOW", "200ms"}}},
+      {"skip", {"--jvm-startup", "skip"}, {"DeferredJdk", "100"}, {}},
+      {"sync", {"--jvm-startup", "sync"}, {"DeferredJdk", "100"}, {}},
+      {"async", {"--jvm-startup", "async"}, {"DeferredJdk", "300"}, {}},
+      {"shed", {}, {"HotLoop", "1.5"}, {{"LOOKBACK_JVM_RETRANSFORM_AFTER", "0"}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::string> java = {LOOKBACK_TEST_JAVA, "-Xcheck:jni", "-cp", LOOKBACK_TEST_JAVA_CLASSES};
+    java.insert(java.end(), c.program.begin(), c.program.end());
+    std::vector<std::string> argv = {Cli(), "record", "-q", "--dir", dir + "/" + c.name};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), java.begin(), java.end());
+    const RunResult traced = RunProgram(argv, c.env);
+    const RunResult plain = RunProgram(java);
+    ASSERT_EQ(traced.exit_code, 0) << traced.err;
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(traced.err, plain.err);
+    // HotSpot prints the warning on stdout (its tty); the programs' own
+    // lines there hold counts that vary from run to run.
+    EXPECT_EQ(traced.out.find("WARNING"), std::string::npos) << traced.out;
+    EXPECT_EQ(plain.out.find("WARNING"), std::string::npos) << plain.out;
+    EXPECT_EQ(Dumps(dir + "/" + c.name).size(), 1u);
+  }
+}
+
 // The cache of rewritten classes (docs/jvm.md, "The class cache"): a second
 // JVM with the same classes and options takes their rewrites from the pack
 // the first one wrote, parses none of them, and records the same calls; a

@@ -544,12 +544,17 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
   *new_data = out;
 }
 
-// The loaded classes that RetransformClasses may change.
-std::vector<jclass> ModifiableClasses(jvmtiEnv* jvmti) {
+// The loaded classes that RetransformClasses may change, as local
+// references of the calling thread, whose capacity is declared (under
+// -Xcheck:jni HotSpot warns on stdout at the next JNI call of a thread that
+// holds more local references than it declared: a traced JVM printed
+// "WARNING: JNI local refs: 471, exceeds capacity: 32" at start).
+std::vector<jclass> ModifiableClasses(jvmtiEnv* jvmti, JNIEnv* jni) {
   jint count = 0;
   jclass* classes = nullptr;
   std::vector<jclass> out;
   if (jvmti->GetLoadedClasses(&count, &classes) != JVMTI_ERROR_NONE) return out;
+  if (jni != nullptr && jni->EnsureLocalCapacity(count + 64) != JNI_OK) jni->ExceptionClear();
   for (jint i = 0; i < count; ++i) {
     jboolean modifiable = JNI_FALSE;
     if (jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) out.push_back(classes[i]);
@@ -592,8 +597,8 @@ bool HasNamedMethod(jvmtiEnv* jvmti, jclass c, const std::vector<std::string>& g
 // after the probe class exists (rewrite them), and at detach (the hook then
 // changes nothing, so each class is back to its original bytes). Returns
 // how many were retransformed.
-size_t RetransformLoadedClasses(jvmtiEnv* jvmti) {
-  std::vector<jclass> todo = ModifiableClasses(jvmti);
+size_t RetransformLoadedClasses(jvmtiEnv* jvmti, JNIEnv* jni) {
+  std::vector<jclass> todo = ModifiableClasses(jvmti, jni);
   // All at once (one safepoint and one deoptimisation pass, not one per
   // class); if the VM refuses one (rare), one at a time, so that it does
   // not stop the others.
@@ -668,9 +673,9 @@ uint64_t NowNs();
 
 // The start-up retransform's agent thread (startup=async). Its note says
 // when the classes loaded before main had their probes.
-void JNICALL StartupRetransformThread(jvmtiEnv* jvmti, JNIEnv*, void*) {
+void JNICALL StartupRetransformThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
   const uint64_t t0 = NowNs();
-  const size_t n = RetransformLoadedClasses(jvmti);
+  const size_t n = RetransformLoadedClasses(jvmti, jni);
   if (g_runtime.set_note != nullptr) {
     g_runtime.set_note("jvm-startup", ("the " + std::to_string(n) + " classes loaded before main got their probes " +
                                        std::to_string((NowNs() - t0) / 1000000) + " ms after it started (startup=async; " +
@@ -680,6 +685,39 @@ void JNICALL StartupRetransformThread(jvmtiEnv* jvmti, JNIEnv*, void*) {
 }
 
 }  // namespace
+
+size_t RetransformNamed(jvmtiEnv* jvmti, JNIEnv* jni, std::unordered_set<std::string>* names,
+                        std::atomic<uint64_t>* refused) {
+  if (jni->PushLocalFrame(16) != JNI_OK) {
+    jni->ExceptionClear();
+    return 0;
+  }
+  std::vector<jclass> todo;
+  for (jclass c : ModifiableClasses(jvmti, jni)) {
+    char* signature = nullptr;
+    if (jvmti->GetClassSignature(c, &signature, nullptr) != JVMTI_ERROR_NONE || signature == nullptr) continue;
+    const std::string_view sig(signature);
+    if (sig.size() > 2 && sig.front() == 'L' && sig.back() == ';' &&
+        names->erase(std::string(sig.substr(1, sig.size() - 2))) != 0) {
+      todo.push_back(c);
+    }
+    jvmti->Deallocate(reinterpret_cast<unsigned char*>(signature));
+  }
+  size_t done = todo.size();
+  if (!todo.empty() && jvmti->RetransformClasses(static_cast<jint>(todo.size()), todo.data()) != JVMTI_ERROR_NONE) {
+    done = 0;
+    for (jclass c : todo) {
+      if (jvmti->RetransformClasses(1, &c) == JVMTI_ERROR_NONE) {
+        ++done;
+      } else {
+        refused->fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  jni->ExceptionClear();
+  jni->PopLocalFrame(nullptr);
+  return done;
+}
 
 bool StartAgentThread(jvmtiEnv* jvmti, JNIEnv* jni, const char* name, jvmtiStartFunction run, jint priority) {
   jclass thread_class = jni->FindClass("java/lang/Thread");
@@ -731,27 +769,10 @@ uint64_t StartupWindowNs() {
   return ns;
 }
 
-// The classes among `names` that are loaded now, by their names in the
-// hook's form ("java/util/regex/Pattern"); found ones leave `names`.
-std::vector<jclass> LoadedClassesNamed(jvmtiEnv* jvmti, std::unordered_set<std::string>* names) {
-  std::vector<jclass> out;
-  for (jclass c : ModifiableClasses(jvmti)) {
-    char* signature = nullptr;
-    if (jvmti->GetClassSignature(c, &signature, nullptr) != JVMTI_ERROR_NONE || signature == nullptr) continue;
-    const size_t len = strlen(signature);
-    if (len > 2 && signature[0] == 'L' && signature[len - 1] == ';' &&
-        names->erase(std::string(signature + 1, len - 2)) != 0) {
-      out.push_back(c);
-    }
-    jvmti->Deallocate(reinterpret_cast<unsigned char*>(signature));
-  }
-  return out;
-}
-
 // startup=defer's agent thread: when the window closes (or the JVM ends
 // first), retransforms the JDK classes the hook deferred, in one batch; a
 // class whose loading was under way then is looked for once more 50 ms later.
-void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv*, void*) {
+void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
   const uint64_t t0 = NowNs();
   std::unordered_set<std::string> names;
   size_t deferred = 0, done = 0, batches = 0;
@@ -771,20 +792,9 @@ void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv*, void*) {
       std::lock_guard<std::mutex> lock(g_defer.mutex);
       if (g_defer.stop) break;
     }
-    std::vector<jclass> todo = LoadedClassesNamed(jvmti, &names);
-    if (todo.empty()) continue;
-    ++batches;
-    if (jvmti->RetransformClasses(static_cast<jint>(todo.size()), todo.data()) == JVMTI_ERROR_NONE) {
-      done += todo.size();
-    } else {
-      for (jclass c : todo) {
-        if (jvmti->RetransformClasses(1, &c) == JVMTI_ERROR_NONE) {
-          ++done;
-        } else {
-          g_stats.retransform_failed.fetch_add(1);
-        }
-      }
-    }
+    const size_t before = names.size();
+    done += RetransformNamed(jvmti, jni, &names, &g_stats.retransform_failed);
+    if (names.size() < before) ++batches;
   }
   if (g_runtime.set_note != nullptr && deferred != 0) {
     std::string note = "the " + std::to_string(deferred) + " JDK classes first loaded in the JVM's first " +
@@ -883,7 +893,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   // must work from main's first line). An attached agent (g_live) has every
   // class to retransform.
   if (g_options.startup == Startup::kSync || g_live) {
-    RetransformLoadedClasses(jvmti);
+    RetransformLoadedClasses(jvmti, jni);
     return true;
   }
   jclass thread = jni->FindClass("java/lang/Thread");
@@ -899,7 +909,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     // retransformed now.
     uint64_t kept = 0;
     std::vector<jclass> named;
-    for (jclass c : ModifiableClasses(jvmti)) {
+    for (jclass c : ModifiableClasses(jvmti, jni)) {
       if (jni->IsSameObject(c, thread) || jni->IsSameObject(c, g_probe_class)) continue;
       if (!named_globs.empty() && HasNamedMethod(jvmti, c, named_globs)) {
         named.push_back(c);
@@ -917,7 +927,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     return true;
   }
   if (!StartAgentThread(jvmti, jni, "lookback-startup", &StartupRetransformThread, JVMTI_THREAD_NORM_PRIORITY)) {
-    RetransformLoadedClasses(jvmti);
+    RetransformLoadedClasses(jvmti, jni);
   }
   return true;
 }
@@ -1211,7 +1221,7 @@ jint Detach(JNIEnv* jni) {
     g_jvmti->SetEventNotificationMode(JVMTI_DISABLE, JVMTI_EVENT_METHOD_ENTRY, nullptr);
     g_jvmti->SetEventNotificationMode(JVMTI_DISABLE, JVMTI_EVENT_METHOD_EXIT, nullptr);
   }
-  const size_t n = RetransformLoadedClasses(g_jvmti);
+  const size_t n = RetransformLoadedClasses(g_jvmti, jni);
   g_jvmti->SetEventNotificationMode(JVMTI_DISABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
   if (g_runtime.set_note != nullptr) {
     g_runtime.set_note("jvm-detach", ("detached: " + std::to_string(n) + " classes restored in " +

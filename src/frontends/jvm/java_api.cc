@@ -48,6 +48,9 @@ void EnableJavaApi(jvmtiEnv* jvmti, JNIEnv* jni) {
   jint n = 0;
   jclass* classes = nullptr;
   if (jvmti->GetLoadedClasses(&n, &classes) != JVMTI_ERROR_NONE) return;
+  // A local reference per loaded class: declared, or -Xcheck:jni warns on
+  // stdout at the next JNI call (agent.cc, ModifiableClasses).
+  if (jni->EnsureLocalCapacity(n + 64) != JNI_OK) jni->ExceptionClear();
   for (jint i = 0; i < n; ++i) {
     char* sig = nullptr;
     jint status = 0;

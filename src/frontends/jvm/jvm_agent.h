@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "frontends/jvm/rewriter.h"
@@ -128,6 +129,17 @@ void Say(const std::string& line);
 // A JVMTI agent thread (a daemon: it never keeps the JVM from exiting) named
 // `name`, running `run` at `priority`. False if it could not be made.
 bool StartAgentThread(jvmtiEnv* jvmti, JNIEnv* jni, const char* name, jvmtiStartFunction run, jint priority);
+
+// Retransforms the loaded classes whose names (internal form,
+// "java/util/BitSet") are in *names: in one call when the VM takes them all
+// (one safepoint, one deoptimisation pass), else one by one, counting each it
+// refuses in *refused. The classes found leave *names. Returns how many the
+// VM retransformed. (GetLoadedClasses hands out a local reference per loaded
+// class, thousands; they go with a local frame of their own, whose capacity
+// is declared, since under -Xcheck:jni HotSpot warns on stdout when a thread
+// holds more than it declared.)
+size_t RetransformNamed(jvmtiEnv* jvmti, JNIEnv* jni, std::unordered_set<std::string>* names,
+                        std::atomic<uint64_t>* refused);
 
 // Links java.lang.LookbackProbe.enterNative/exitNative (natives.cc).
 // attached: the agent was loaded into a running JVM (`lookback attach`).

@@ -187,47 +187,6 @@ std::vector<uint64_t> ShedKeysNow() {
   }
 }
 
-// Retransforms the loaded classes named in `names` (internal form); returns
-// how many the VM took. All in one call when it can (one safepoint and one
-// deoptimisation pass); one by one when it refuses (as RetransformLoadedClasses).
-size_t RetransformNamed(jvmtiEnv* jvmti, JNIEnv* jni, const std::unordered_set<std::string>& names) {
-  if (jni->PushLocalFrame(16) != JNI_OK) {  // GetLoadedClasses' local references go with the frame
-    jni->ExceptionClear();
-    return 0;
-  }
-  jint count = 0;
-  jclass* classes = nullptr;
-  std::vector<jclass> todo;
-  if (jvmti->GetLoadedClasses(&count, &classes) == JVMTI_ERROR_NONE) {
-    for (jint i = 0; i < count; ++i) {
-      char* sig = nullptr;
-      if (jvmti->GetClassSignature(classes[i], &sig, nullptr) != JVMTI_ERROR_NONE || sig == nullptr) continue;
-      std::string_view s(sig);
-      const bool wanted = s.size() > 2 && s.front() == 'L' && names.count(std::string(s.substr(1, s.size() - 2)));
-      jvmti->Deallocate(reinterpret_cast<unsigned char*>(sig));
-      jboolean modifiable = JNI_FALSE;
-      if (wanted && jvmti->IsModifiableClass(classes[i], &modifiable) == JVMTI_ERROR_NONE && modifiable) {
-        todo.push_back(classes[i]);
-      }
-    }
-    jvmti->Deallocate(reinterpret_cast<unsigned char*>(classes));
-  }
-  size_t done = todo.size();
-  if (!todo.empty() && jvmti->RetransformClasses(static_cast<jint>(todo.size()), todo.data()) != JVMTI_ERROR_NONE) {
-    done = 0;
-    for (jclass c : todo) {
-      if (jvmti->RetransformClasses(1, &c) == JVMTI_ERROR_NONE) {
-        ++done;
-      } else {
-        g_stats.shed_failed.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-  }
-  jni->ExceptionClear();
-  jni->PopLocalFrame(nullptr);
-  return done;
-}
-
 // LookbackProbe.FOLD, the probe class's @Stable copy of the guards: set for
 // the methods shed now, so that C2 compiles their probes to nothing from
 // then on, and the guard byte's load and branch go too. A method brought back
@@ -377,7 +336,8 @@ uint64_t Apply(jvmtiEnv* jvmti, JNIEnv* jni) {
   g_stats.shed_classes.fetch_add(changed_classes.size(), std::memory_order_relaxed);
   g_stats.shed_batches.fetch_add(1, std::memory_order_relaxed);
   g_stats.Publish();
-  const size_t done = RetransformNamed(jvmti, jni, changed_classes);
+  std::unordered_set<std::string> to_find = changed_classes;
+  const size_t done = RetransformNamed(jvmti, jni, &to_find, &g_stats.shed_failed);
   // Their calls now cost nothing, which the budget learns when their guards
   // go (a frame still running the old code keeps its guard set, and skips
   // them as before). When the VM refused a class, the guards stay: the

@@ -397,13 +397,13 @@ TEST(JvmRewriter, IdsAboveTheSipushRangeComeFromIntegerConstants) {
   for (const auto& t : r.traced) EXPECT_TRUE(ints.count(t.id)) << t.name;
 }
 
-// A class file as javac 1.5 wrote it: version 49, no StackMapTable.
-std::vector<uint8_t> AsVersion49(const std::vector<uint8_t>& bytes) {
+// The class without its StackMapTables, at `version` (0: its own).
+std::vector<uint8_t> WithoutStackMapTables(const std::vector<uint8_t>& bytes, uint16_t version) {
   auto cf = ClassFile::Parse(bytes);
   EXPECT_TRUE(cf.ok());
   if (!cf.ok()) return {};
   ClassFile& c = cf.value();
-  c.major_version = 49;
+  if (version != 0) c.major_version = version;
   for (auto& m : c.methods) {
     for (auto& a : m.attributes) {
       if (c.AttributeName(a) != "Code") continue;
@@ -419,6 +419,9 @@ std::vector<uint8_t> AsVersion49(const std::vector<uint8_t>& bytes) {
   }
   return c.Write();
 }
+
+// A class file as javac 1.5 wrote it: version 49, no StackMapTable.
+std::vector<uint8_t> AsVersion49(const std::vector<uint8_t>& bytes) { return WithoutStackMapTables(bytes, 49); }
 
 size_t StackMapTables(const std::vector<uint8_t>& bytes) {
   auto cf = ClassFile::Parse(bytes);
@@ -446,6 +449,37 @@ TEST(JvmRewriter, OldClassFilesGetProbesAndNoStackMapTable) {
     EXPECT_EQ(StackMapTables(r.bytes), 0u) << p;  // type inference needs none; a wrong one would be worse
     EXPECT_EQ(ClassFile::Parse(r.bytes).value().major_version, 49);
   }
+}
+
+// HotSpot keeps no StackMapTable of a class it did not verify (the boot
+// loader's: java.base and the JDK's other boot modules), so the bytes a
+// retransform of one hands the class hook have none, at version 61: the
+// budget's and startup=defer's retransforms see such classes. Every method
+// that is traced with its frames must be traced without them, constructors
+// whose super(...) arguments hold a conditional among them
+// (java.io.FileNotFoundException(String, String) was left unprobed as
+// "malformed": after the conditional's goto no frame said what was on the
+// stack at the super() call).
+TEST(JvmRewriter, ClassesWithoutStackMapTablesAtTheirOwnVersionAreTracedAlike) {
+  std::vector<fs::path> files = ClassFiles(LOOKBACK_JVM_CLASSES);
+  for (const fs::path& p : CorpusFiles()) files.push_back(p);
+  size_t ctors = 0;
+  for (const fs::path& p : files) {
+    SCOPED_TRACE(p.string());
+    const std::vector<uint8_t> bytes = ReadBytes(p);
+    const std::vector<uint8_t> bare = WithoutStackMapTables(bytes, 0);
+    const RewriteResult with = RewriteClass(bytes.data(), bytes.size(), CountingRequest());
+    const RewriteResult without = RewriteClass(bare.data(), bare.size(), CountingRequest());
+    ASSERT_TRUE(with.error.empty()) << with.error;
+    ASSERT_TRUE(without.error.empty()) << without.error;
+    std::set<std::string> traced_with, traced_without;
+    for (const auto& t : with.traced) traced_with.insert(t.name + t.descriptor);
+    for (const auto& t : without.traced) traced_without.insert(t.name + t.descriptor);
+    EXPECT_EQ(traced_without, traced_with);
+    for (const auto& s : without.skipped) EXPECT_NE(s.reason, SkipReason::kMalformed) << s.name << ": " << s.detail;
+    if (p.filename() == "Ctors$Sub.class") ctors += traced_without.count("<init>(I)V");
+  }
+  EXPECT_GT(ctors, 0u) << "no Ctors class with the conditional in its super(...) arguments was rewritten";
 }
 
 TEST(JvmBytecode, InvertsEveryConditionalBranch) {

@@ -1,6 +1,7 @@
 #include "frontends/jvm/bytecode.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace lookback::jvm {
 
@@ -690,6 +691,13 @@ bool ApplyInstruction(std::span<const uint8_t> code, const Insn& in, const Const
   return s.ok;
 }
 
+// No instruction follows this one on its path: an unconditional jump, a
+// switch, a return or a throw.
+bool EndsBlock(uint8_t op) {
+  return op == kOpGoto || op == kOpGotoW || op == kOpTableswitch || op == kOpLookupswitch || IsReturn(op) ||
+         op == kOpAthrow;
+}
+
 void SimulateLinear(std::span<const uint8_t> code, const std::vector<Insn>& insns, const std::vector<Frame>& frames,
                     const std::vector<VType>& initial_locals, size_t max_locals, const ConstantPool& cp,
                     std::string_view this_class,
@@ -706,10 +714,57 @@ void SimulateLinear(std::span<const uint8_t> code, const std::vector<Insn>& insn
     }
     visit(i, state ? &*state : nullptr);
     if (!state) continue;
-    uint8_t op = in.op;
-    bool ends = op == kOpGoto || op == kOpGotoW || op == kOpTableswitch || op == kOpLookupswitch || IsReturn(op) ||
-                op == kOpAthrow;
-    if (ends || !ApplyInstruction(code, in, cp, this_class, *state)) state.reset();
+    if (EndsBlock(in.op) || !ApplyInstruction(code, in, cp, this_class, *state)) state.reset();
+  }
+}
+
+void SimulateFlow(std::span<const uint8_t> code, const std::vector<Insn>& insns, const std::vector<VType>& initial_locals,
+                  size_t max_locals, const ConstantPool& cp, std::string_view this_class,
+                  const std::function<void(size_t insn_index, const SlotState* before)>& visit) {
+  std::unordered_map<uint32_t, size_t> index;  // offset -> instruction
+  for (size_t i = 0; i < insns.size(); ++i) index.emplace(insns[i].offset, i);
+  std::vector<std::optional<SlotState>> reached(insns.size());  // by a branch
+  // A pass learns a target's state from each branch it can simulate; code
+  // reached only by a backward branch from code reached that way needs
+  // another (javac's code: two or three). At most 16, so that a hostile
+  // class cannot make this quadratic; what is still unknown then stays
+  // unknown (the rewriter leaves such a method as it is).
+  for (size_t pass = 0; pass < 16; ++pass) {
+    bool learned = false;
+    std::optional<SlotState> state = ToSlots(Frame{0, initial_locals, {}}, max_locals);
+    if (state->locals.size() > max_locals) state.reset();
+    for (size_t i = 0; i < insns.size(); ++i) {
+      const Insn& in = insns[i];
+      if (!state && reached[i]) state = reached[i];
+      if (!state) continue;
+      const uint8_t op = in.op;
+      const bool branches = op == kOpGoto || op == kOpGotoW || op == kOpTableswitch || op == kOpLookupswitch ||
+                            (op >= kOpIfeq && op <= kOpIfAcmpne) || op == kOpIfnull || op == kOpIfnonnull;
+      const bool ends = EndsBlock(op);
+      if (!ApplyInstruction(code, in, cp, this_class, *state)) {
+        state.reset();
+      } else if (branches) {
+        for (int64_t t : BranchTargets(code, in)) {
+          auto it = index.find(static_cast<uint32_t>(t));
+          if (it != index.end() && !reached[it->second]) {
+            reached[it->second] = *state;
+            learned = true;
+          }
+        }
+      }
+      if (ends) state.reset();
+    }
+    if (!learned) break;
+  }
+  // The states, as a last pass sees them.
+  std::optional<SlotState> state = ToSlots(Frame{0, initial_locals, {}}, max_locals);
+  if (state->locals.size() > max_locals) state.reset();
+  for (size_t i = 0; i < insns.size(); ++i) {
+    const Insn& in = insns[i];
+    if (!state && reached[i]) state = reached[i];
+    visit(i, state ? &*state : nullptr);
+    if (!state) continue;
+    if (EndsBlock(in.op) || !ApplyInstruction(code, in, cp, this_class, *state)) state.reset();
   }
 }
 

@@ -173,6 +173,20 @@ void SimulateLinear(std::span<const uint8_t> code, const std::vector<Insn>& insn
                     const std::vector<VType>& initial_locals, size_t max_locals, const ConstantPool& cp,
                     std::string_view this_class,
                     const std::function<void(size_t insn_index, const SlotState* before)>& visit);
+// For code with no stack map frames at all (class files before version 50,
+// and the bytes HotSpot hands a retransform of a boot class, which it did not
+// verify and so kept no StackMapTable of): as SimulateLinear, but the state
+// at each branch (its operands popped) is carried to the branch's targets,
+// in passes until none learns anything new (at most 16), so code after a goto or a switch
+// that some branch reaches is known too (a conditional in a constructor's
+// super(...) arguments). The first state to reach an instruction is kept, not
+// merged: for valid code every path agrees on the depth and on where the
+// uninitialized types are, which is what the rewriter asks; a reference's
+// class may be that of one path. Exception handlers' code stays unknown
+// unless reached otherwise.
+void SimulateFlow(std::span<const uint8_t> code, const std::vector<Insn>& insns, const std::vector<VType>& initial_locals,
+                  size_t max_locals, const ConstantPool& cp, std::string_view this_class,
+                  const std::function<void(size_t insn_index, const SlotState* before)>& visit);
 // The state after `in` (for the fall-through of a conditional branch: the
 // operands popped). Returns false when it cannot be computed.
 bool ApplyInstruction(std::span<const uint8_t> code, const Insn& in, const ConstantPool& cp,

@@ -247,6 +247,7 @@ class MethodRewriter {
   std::vector<Frame> frames_;
   std::vector<VType> initial_locals_;
   std::vector<std::optional<SlotState>> states_;  // States()
+  bool has_stack_map_table_ = false;
   std::vector<bool> wide_;        // short branch k is emitted as goto_w (inverted if + goto_w)
   std::vector<uint32_t> start_;   // new offset where old instruction k's probe prefix (if any) begins
   std::vector<uint32_t> at_;      // new offset of old instruction k itself
@@ -458,10 +459,17 @@ std::optional<std::string> MethodRewriter::RemapTypeAnnotations(Attribute& a) {
 const std::vector<std::optional<SlotState>>& MethodRewriter::States() {
   if (states_.empty()) {
     states_.resize(insns_.size());
-    SimulateLinear(code_.code, insns_, frames_, initial_locals_, code_.max_locals, cf_.cp, class_name_,
-                   [&](size_t k, const SlotState* s) {
-                     if (s) states_[k] = *s;
-                   });
+    auto keep = [&](size_t k, const SlotState* s) {
+      if (s) states_[k] = *s;
+    };
+    // Without a StackMapTable (a class file before version 50, or a boot
+    // class as HotSpot hands it to a retransform) no frame restarts the walk
+    // after a jump: the branches' states are carried to their targets.
+    if (has_stack_map_table_) {
+      SimulateLinear(code_.code, insns_, frames_, initial_locals_, code_.max_locals, cf_.cp, class_name_, keep);
+    } else {
+      SimulateFlow(code_.code, insns_, initial_locals_, code_.max_locals, cf_.cp, class_name_, keep);
+    }
   }
   return states_;
 }
@@ -500,6 +508,7 @@ std::optional<MethodOutcome> MethodRewriter::ParseAndCheck(const Attribute& code
     if (!f.ok()) return Skip(SkipReason::kMalformed, f.error().ToString());
     frames_ = std::move(f.value());
   }
+  has_stack_map_table_ = smt_count > 0;
   if (smt_count > 0) typed_ = true;
   for (const auto& f : frames_) {
     if (!ValidOffset(f.offset, false)) return Skip(SkipReason::kMalformed, "stack map frame not on an instruction");

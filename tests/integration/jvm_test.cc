@@ -309,9 +309,9 @@ TEST(JvmStartup, JdkClassesFirstLoadedDuringStartUpGetTheirProbesWhenItEnds) {
     }
     return out;
   };
-  // (A window of 1 s, so that main starts inside it even on a loaded machine;
-  // 1.5 s more to run after it.)
-  const Run deferred = record("defer", "1s", "2500", {});
+  // (A window of 1.5 s, so that main starts inside it even on a loaded
+  // machine; 2 s more to run after it.)
+  const Run deferred = record("defer", "1500ms", "3500", {});
   ASSERT_GT(deferred.calls, 0) << "DeferredJdk printed no count";
   EXPECT_EQ(deferred.steps, static_cast<size_t>(deferred.calls));
   EXPECT_GT(deferred.cardinalities, 0u) << deferred.deferred_note;
@@ -352,7 +352,7 @@ TEST(JvmPrograms, UnderCheckJniATracedJvmPrintsWhatItPrintsUntraced) {
     std::map<std::string, std::string> env;
   };
   const std::vector<Case> cases = {
-      {"defer", {}, {"DeferredJdk", "800"}, {{"LOOKBACK_JVM_STARTUP_WINDOW", "200ms"}}},
+      {"defer", {}, {"DeferredJdk", "2000"}, {{"LOOKBACK_JVM_STARTUP_WINDOW", "1s"}}},
       {"skip", {"--jvm-startup", "skip"}, {"DeferredJdk", "100"}, {}},
       {"sync", {"--jvm-startup", "sync"}, {"DeferredJdk", "100"}, {}},
       {"async", {"--jvm-startup", "async"}, {"DeferredJdk", "300"}, {}},
@@ -375,7 +375,15 @@ TEST(JvmPrograms, UnderCheckJniATracedJvmPrintsWhatItPrintsUntraced) {
     // lines there hold counts that vary from run to run.
     EXPECT_EQ(traced.out.find("WARNING"), std::string::npos) << traced.out;
     EXPECT_EQ(plain.out.find("WARNING"), std::string::npos) << plain.out;
-    EXPECT_EQ(Dumps(dir + "/" + c.name).size(), 1u);
+    const std::vector<std::string> dumps = Dumps(dir + "/" + c.name);
+    ASSERT_EQ(dumps.size(), 1u);
+    // The deferred retransform did run (the path this case is for).
+    if (std::string(c.name) == "defer") {
+      const format::Dump d = MustOpen(dumps[0]);
+      ASSERT_TRUE(d.metadata.count("note.jvm-deferred"));
+      EXPECT_NE(d.metadata.at("note.jvm-deferred").find(" got their probes "), std::string::npos)
+          << d.metadata.at("note.jvm-deferred");
+    }
   }
 }
 

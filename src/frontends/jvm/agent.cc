@@ -27,6 +27,7 @@
 #include <jvmti.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -771,44 +772,51 @@ uint64_t StartupWindowNs() {
 }
 
 // startup=defer's agent thread: when the window closes (or the JVM ends
-// first), retransforms the JDK classes the hook deferred, in one batch; a
-// class whose loading was under way then is looked for once more 50 ms later.
+// first), retransforms the JDK classes the hook deferred, in one batch. A
+// class whose loading was still under way then (its hook has run, it is not
+// defined yet: its supertypes loading, its thread preempted) is looked for
+// again after 50 ms, then at doubling intervals up to 5 s, until none is
+// left or the JVM ends (a class whose loading failed is looked for until then,
+// a millisecond's work each time).
 void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
   const uint64_t t0 = NowNs();
   std::unordered_set<std::string> names;
   size_t deferred = 0, done = 0, batches = 0;
+  bool ended = false;  // the JVM ended before every class had its probes
   {
     std::unique_lock<std::mutex> lock(g_defer.mutex);
-    g_defer.cv.wait_for(lock, std::chrono::nanoseconds(g_defer.window_ns), [] { return g_defer.stop; });
+    ended = g_defer.cv.wait_for(lock, std::chrono::nanoseconds(g_defer.window_ns), [] { return g_defer.stop; });
     g_defer_open.store(false, std::memory_order_relaxed);
     names.swap(g_defer.names);
     deferred = names.size();
   }
-  for (int pass = 0; pass < 2 && !names.empty(); ++pass) {
-    if (pass > 0) {
-      std::unique_lock<std::mutex> lock(g_defer.mutex);
-      if (g_defer.cv.wait_for(lock, std::chrono::milliseconds(50), [] { return g_defer.stop; })) break;
-    }
-    {
-      std::lock_guard<std::mutex> lock(g_defer.mutex);
-      if (g_defer.stop) break;
-    }
-    const size_t before = names.size();
-    done += RetransformNamed(jvmti, jni, &names, &g_stats.retransform_failed);
-    if (names.size() < before) ++batches;
-  }
-  if (g_runtime.set_note != nullptr && deferred != 0) {
-    std::string note = "the " + std::to_string(deferred) + " JDK classes first loaded in the JVM's first " +
+  auto note = [&] {
+    if (g_runtime.set_note == nullptr || deferred == 0) return;
+    std::string text = "the " + std::to_string(deferred) + " JDK classes first loaded in the JVM's first " +
                        std::to_string(g_defer.window_ns / 1000000) + " ms kept their code until then (startup=defer); ";
     if (done != 0) {
-      note += std::to_string(done) + " got their probes " + std::to_string((NowNs() - t0) / 1000000) +
+      text += std::to_string(done) + " got their probes " + std::to_string((NowNs() - t0) / 1000000) +
               " ms after tracing started (retransform batches: " + std::to_string(batches) + ")";
     } else {
-      note += "the JVM ended first, and none got probes";
+      text += ended ? "the JVM ended first, and none got probes" : "none has its probes yet";
     }
-    if (done != 0 && done < deferred) note += "; " + std::to_string(deferred - done) + " not found loaded";
-    g_runtime.set_note("jvm-deferred", note.c_str());
+    if (done != 0 && done < deferred) {
+      text += "; " + std::to_string(deferred - done) + (ended ? " never" : " not yet") + " found loaded";
+    }
+    g_runtime.set_note("jvm-deferred", text.c_str());
+  };
+  for (uint64_t wait_ms = 50; !ended && !names.empty(); wait_ms = std::min<uint64_t>(wait_ms * 2, 5000)) {
+    const size_t before = names.size();
+    done += RetransformNamed(jvmti, jni, &names, &g_stats.retransform_failed);
+    if (names.size() < before) {
+      ++batches;
+      note();
+    }
+    if (names.empty()) break;
+    std::unique_lock<std::mutex> lock(g_defer.mutex);
+    ended = g_defer.cv.wait_for(lock, std::chrono::milliseconds(wait_ms), [] { return g_defer.stop; });
   }
+  note();
   std::lock_guard<std::mutex> lock(g_defer.mutex);
   g_defer.done = true;
   g_defer.cv.notify_all();
@@ -988,9 +996,9 @@ void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) { NameS
 // the last moments before the VM stops them.
 void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv* jni) {
   if (g_probe_class != nullptr && g_probe_on != nullptr) jni->SetStaticBooleanField(g_probe_class, g_probe_on, JNI_FALSE);
-  g_stats.Publish();  // the exit dump's counts, exact
+  CloseStartupWindow();  // first: a retransform under way changes the counts
+  g_stats.Publish();     // the exit dump's counts, exact
   StopShedding();
-  CloseStartupWindow();
   WaitForNanoscopeFlushes();
   FinishCacheWrites();
 }

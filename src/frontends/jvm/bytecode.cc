@@ -721,6 +721,14 @@ void SimulateLinear(std::span<const uint8_t> code, const std::vector<Insn>& insn
 void SimulateFlow(std::span<const uint8_t> code, const std::vector<Insn>& insns, const std::vector<VType>& initial_locals,
                   size_t max_locals, const ConstantPool& cp, std::string_view this_class,
                   const std::function<void(size_t insn_index, const SlotState* before)>& visit) {
+  // Every state a branch carries is a copy of the locals: a hostile method
+  // (thousands of jumps, 65535 locals) would need gigabytes. Past this many
+  // slots the states stay unknown, as the linear walk left them.
+  constexpr size_t kMaxSlots = 4'000'000;
+  if (insns.size() * std::max<size_t>(max_locals, 1) > kMaxSlots) {
+    for (size_t i = 0; i < insns.size(); ++i) visit(i, nullptr);
+    return;
+  }
   std::unordered_map<uint32_t, size_t> index;  // offset -> instruction
   for (size_t i = 0; i < insns.size(); ++i) index.emplace(insns[i].offset, i);
   std::vector<std::optional<SlotState>> reached(insns.size());  // by a branch

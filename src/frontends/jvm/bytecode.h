@@ -183,7 +183,8 @@ void SimulateLinear(std::span<const uint8_t> code, const std::vector<Insn>& insn
 // merged: for valid code every path agrees on the depth and on where the
 // uninitialized types are, which is what the rewriter asks; a reference's
 // class may be that of one path. Exception handlers' code stays unknown
-// unless reached otherwise.
+// unless reached otherwise, and so does all of a method whose instructions
+// times locals pass 4 M (the memory the copies would take).
 void SimulateFlow(std::span<const uint8_t> code, const std::vector<Insn>& insns, const std::vector<VType>& initial_locals,
                   size_t max_locals, const ConstantPool& cp, std::string_view this_class,
                   const std::function<void(size_t insn_index, const SlotState* before)>& visit);

@@ -146,16 +146,27 @@ std::string g_main_class;             // "pkg/Main" from sun.java.command, or em
 // traced from then on. The cost moves out of start-up: one safepoint
 // (10.7 ms for 353 classes of a Rhino run) and the rewriting, on the agent
 // thread.
+//
+// The thread waits in a JVMTI raw monitor, where HotSpot counts it as
+// blocked: a thread waiting "in native" (a std::condition_variable) when the
+// JVM exits makes VM_Exit wait for it in steps of 10 ms, and waking it at
+// VMDeath left it in native code while it left (JvmExit.HotSpotDoesNotWait...
+// failed 1 run in 3 under load). So VMDeath does not wake it: it sets `stop`
+// and writes the note itself; the daemon thread stays blocked until the
+// process ends.
 struct Deferral {
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::unordered_set<std::string> names;  // "java/util/regex/Pattern", deferred by the hook
+  std::mutex mutex;                       // all below
+  std::unordered_set<std::string> names;  // "java/util/regex/Pattern", deferred by the hook, not yet retransformed
   uint64_t window_ns = 0;
-  bool stop = false;  // VMDeath
-  bool done = false;  // the thread has ended
+  uint64_t start_ns = 0;  // when tracing started
+  size_t deferred = 0;    // how many the hook deferred (once the window closed)
+  size_t done = 0, batches = 0;
+  bool closed = false;    // the window has closed
+  bool ended = false;     // VMDeath came
 };
 Deferral& g_defer = *new Deferral;
 std::atomic<bool> g_defer_open{false};  // deferring now (read without the mutex first)
+jrawMonitorID g_defer_monitor = nullptr;  // the thread's waits
 // Loaded into a running JVM (`lookback attach`), not at its start.
 bool g_live = false;
 // Listener mode: the only class rewritten is java.lang.Thread, for its rename hook.
@@ -771,82 +782,126 @@ uint64_t StartupWindowNs() {
   return ns;
 }
 
-// startup=defer's agent thread: when the window closes (or the JVM ends
-// first), retransforms the JDK classes the hook deferred, in one batch. A
-// class whose loading was still under way then (its hook has run, it is not
-// defined yet: its supertypes loading, its thread preempted) is looked for
-// again after 50 ms, then at doubling intervals up to 5 s, until none is
-// left or the JVM ends (a class whose loading failed is looked for until then,
-// a millisecond's work each time).
-void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
-  const uint64_t t0 = NowNs();
-  std::unordered_set<std::string> names;
-  size_t deferred = 0, done = 0, batches = 0;
-  bool ended = false;  // the JVM ended before every class had its probes
-  {
-    std::unique_lock<std::mutex> lock(g_defer.mutex);
-    ended = g_defer.cv.wait_for(lock, std::chrono::nanoseconds(g_defer.window_ns), [] { return g_defer.stop; });
-    g_defer_open.store(false, std::memory_order_relaxed);
-    names.swap(g_defer.names);
-    deferred = names.size();
+// The jvm-deferred note, from the counts as they are (under g_defer.mutex).
+void NoteDeferredLocked() {
+  if (g_runtime.set_note == nullptr) return;
+  const Deferral& d = g_defer;
+  const size_t deferred = d.closed ? d.deferred : d.names.size();
+  if (deferred == 0) return;
+  std::string text = "the " + std::to_string(deferred) + " JDK classes first loaded in the JVM's first " +
+                     std::to_string(d.window_ns / 1000000) + " ms kept their code until then (startup=defer); ";
+  if (d.done != 0) {
+    text += std::to_string(d.done) + " got their probes " + std::to_string((NowNs() - d.start_ns) / 1000000) +
+            " ms after tracing started (retransform batches: " + std::to_string(d.batches) + ")";
+    if (d.done < deferred) {
+      text += "; " + std::to_string(deferred - d.done) + (d.ended ? " never" : " not yet") + " found loaded";
+    }
+  } else {
+    text += d.ended ? "the JVM ended first, and none got probes" : "none has its probes yet";
   }
-  auto note = [&] {
-    if (g_runtime.set_note == nullptr || deferred == 0) return;
-    std::string text = "the " + std::to_string(deferred) + " JDK classes first loaded in the JVM's first " +
-                       std::to_string(g_defer.window_ns / 1000000) + " ms kept their code until then (startup=defer); ";
-    if (done != 0) {
-      text += std::to_string(done) + " got their probes " + std::to_string((NowNs() - t0) / 1000000) +
-              " ms after tracing started (retransform batches: " + std::to_string(batches) + ")";
-    } else {
-      text += ended ? "the JVM ended first, and none got probes" : "none has its probes yet";
+  g_runtime.set_note("jvm-deferred", text.c_str());
+}
+
+// Waits in the raw monitor for `ms`, or less once VMDeath came; false then.
+bool DeferralWait(jvmtiEnv* jvmti, uint64_t ms) {
+  const uint64_t until = NowNs() + ms * 1000000;
+  if (jvmti->RawMonitorEnter(g_defer_monitor) != JVMTI_ERROR_NONE) return false;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(g_defer.mutex);
+      if (g_defer.ended) break;
     }
-    if (done != 0 && done < deferred) {
-      text += "; " + std::to_string(deferred - done) + (ended ? " never" : " not yet") + " found loaded";
+    const uint64_t now = NowNs();
+    if (now >= until) break;
+    if (jvmti->RawMonitorWait(g_defer_monitor, static_cast<jlong>((until - now + 999999) / 1000000)) !=
+        JVMTI_ERROR_NONE) {
+      break;
     }
-    g_runtime.set_note("jvm-deferred", text.c_str());
-  };
-  for (uint64_t wait_ms = 50; !ended && !names.empty(); wait_ms = std::min<uint64_t>(wait_ms * 2, 5000)) {
-    const size_t before = names.size();
-    done += RetransformNamed(jvmti, jni, &names, &g_stats.retransform_failed);
-    if (names.size() < before) {
-      ++batches;
-      note();
-    }
-    if (names.empty()) break;
-    std::unique_lock<std::mutex> lock(g_defer.mutex);
-    ended = g_defer.cv.wait_for(lock, std::chrono::milliseconds(wait_ms), [] { return g_defer.stop; });
   }
-  note();
+  jvmti->RawMonitorExit(g_defer_monitor);
   std::lock_guard<std::mutex> lock(g_defer.mutex);
-  g_defer.done = true;
-  g_defer.cv.notify_all();
+  return !g_defer.ended;
+}
+
+// startup=defer's agent thread: when the window closes, retransforms the JDK
+// classes the hook deferred, in one batch. A class whose loading was still
+// under way then (its hook has run, it is not defined yet: its supertypes
+// loading, its thread preempted) is looked for again after 50 ms, then at
+// doubling intervals up to 5 s, until none is left or the JVM ends (a class
+// whose loading failed is looked for until then, a millisecond's work each
+// time). Once VMDeath has come it parks for good (above).
+void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
+  // Not a thread of the program: nothing it runs is recorded.
+  g_runtime.thread_disable();
+  uint64_t window_ns;
+  {
+    std::lock_guard<std::mutex> lock(g_defer.mutex);
+    window_ns = g_defer.window_ns;
+  }
+  bool running = DeferralWait(jvmti, (window_ns + 999999) / 1000000);
+  std::unordered_set<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(g_defer.mutex);
+    g_defer_open.store(false, std::memory_order_relaxed);
+    g_defer.closed = true;
+    g_defer.deferred = g_defer.names.size();
+    names = g_defer.names;
+  }
+  for (uint64_t wait_ms = 50; running && !names.empty(); wait_ms = std::min<uint64_t>(wait_ms * 2, 5000)) {
+    const size_t before = names.size();
+    const size_t done = RetransformNamed(jvmti, jni, &names, &g_stats.retransform_failed);
+    {
+      std::lock_guard<std::mutex> lock(g_defer.mutex);
+      g_defer.done += done;
+      if (names.size() < before) ++g_defer.batches;
+      for (auto it = g_defer.names.begin(); it != g_defer.names.end();) {
+        it = names.count(*it) ? std::next(it) : g_defer.names.erase(it);
+      }
+      if (g_defer.ended) {
+        running = false;
+        break;
+      }
+      NoteDeferredLocked();
+    }
+    if (!names.empty()) running = DeferralWait(jvmti, wait_ms);
+  }
+  if (running) return;
+  // VMDeath came: parked, blocked (nothing notifies the monitor), until the
+  // process ends.
+  if (jvmti->RawMonitorEnter(g_defer_monitor) != JVMTI_ERROR_NONE) return;
+  while (jvmti->RawMonitorWait(g_defer_monitor, 0) == JVMTI_ERROR_NONE) {
+  }
+  jvmti->RawMonitorExit(g_defer_monitor);
 }
 
 // Opens startup=defer's window, with the agent thread that closes it; stays
 // shut if the thread cannot start (classes are then rewritten as they load).
 void OpenStartupWindow(jvmtiEnv* jvmti, JNIEnv* jni) {
+  const uint64_t window_ns = StartupWindowNs();
+  if (window_ns == 0 || jvmti->CreateRawMonitor("lookback-deferred", &g_defer_monitor) != JVMTI_ERROR_NONE) return;
   {
     std::lock_guard<std::mutex> lock(g_defer.mutex);
-    g_defer.window_ns = StartupWindowNs();
-    if (g_defer.window_ns == 0) return;
+    g_defer.window_ns = window_ns;
+    g_defer.start_ns = NowNs();
     g_defer_open.store(true, std::memory_order_relaxed);
   }
   if (!StartAgentThread(jvmti, jni, "lookback-deferred", &DeferredRetransformThread, JVMTI_THREAD_MIN_PRIORITY)) {
     std::lock_guard<std::mutex> lock(g_defer.mutex);
     g_defer_open.store(false, std::memory_order_relaxed);
-    g_defer.done = true;
+    g_defer.window_ns = 0;
+    g_defer.names.clear();
   }
 }
 
-// At VMDeath: the window's thread ends (waited for at most 500 ms: it may be
-// in a retransform), so that no agent thread is left waiting in native code
-// at HotSpot's last safepoint.
+// At VMDeath: no class is deferred from now on, the note says what became
+// of those that were, and the thread is left blocked where it waits (it is
+// not woken: see Deferral).
 void CloseStartupWindow() {
-  std::unique_lock<std::mutex> lock(g_defer.mutex);
+  std::lock_guard<std::mutex> lock(g_defer.mutex);
   if (g_defer.window_ns == 0) return;
-  g_defer.stop = true;
-  g_defer.cv.notify_all();
-  g_defer.cv.wait_for(lock, std::chrono::milliseconds(500), [] { return g_defer.done; });
+  g_defer_open.store(false, std::memory_order_relaxed);
+  g_defer.ended = true;
+  NoteDeferredLocked();
 }
 
 bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {

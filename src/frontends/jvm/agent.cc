@@ -159,6 +159,7 @@ struct Deferral {
   std::unordered_set<std::string> names;  // "java/util/regex/Pattern", deferred by the hook, not yet retransformed
   uint64_t window_ns = 0;
   uint64_t start_ns = 0;  // when tracing started
+  uint64_t probed_ns = 0;  // when the last batch got its probes
   size_t deferred = 0;    // how many the hook deferred (once the window closed)
   size_t done = 0, batches = 0;
   bool closed = false;    // the window has closed
@@ -791,7 +792,7 @@ void NoteDeferredLocked() {
   std::string text = "the " + std::to_string(deferred) + " JDK classes first loaded in the JVM's first " +
                      std::to_string(d.window_ns / 1000000) + " ms kept their code until then (startup=defer); ";
   if (d.done != 0) {
-    text += std::to_string(d.done) + " got their probes " + std::to_string((NowNs() - d.start_ns) / 1000000) +
+    text += std::to_string(d.done) + " got their probes " + std::to_string((d.probed_ns - d.start_ns) / 1000000) +
             " ms after tracing started (retransform batches: " + std::to_string(d.batches) + ")";
     if (d.done < deferred) {
       text += "; " + std::to_string(deferred - d.done) + (d.ended ? " never" : " not yet") + " found loaded";
@@ -854,6 +855,7 @@ void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
       std::lock_guard<std::mutex> lock(g_defer.mutex);
       g_defer.done += done;
       if (names.size() < before) ++g_defer.batches;
+      if (done != 0) g_defer.probed_ns = NowNs();
       for (auto it = g_defer.names.begin(); it != g_defer.names.end();) {
         it = names.count(*it) ? std::next(it) : g_defer.names.erase(it);
       }

@@ -608,6 +608,12 @@ TEST(BudgetJvm, FramesRunningWhenTheirMethodIsShedKeepTheirExits) {
     ASSERT_NE(shed_ns, 0u) << "depth() was not shed";
     size_t depth_frames = 0, checked = 0;
     for (const auto& [tid, events] : DumpEvents(d)) {
+      // On a loaded machine the thread can record more than the ring holds
+      // before the budget's first judgement; its window then starts inside
+      // frames whose entries were overwritten, and their exits come with no
+      // frame open. A missing exit still shows as a mismatch below.
+      bool wrapped = false;
+      for (const format::ThreadInfo& t : d.threads) wrapped = wrapped || (t.tid == tid && (t.flags & format::kThreadWrapped));
       std::vector<uint64_t> open;
       for (size_t i = 0; i < events.size(); ++i) {
         const TEvent& e = events[i];
@@ -616,7 +622,8 @@ TEST(BudgetJvm, FramesRunningWhenTheirMethodIsShedKeepTheirExits) {
           depth_frames += sym.Name(e.key) == "int ShedInFlight.depth(int)";
           continue;
         }
-        // The ring holds the whole run, so no exit comes before its entry.
+        if (open.empty() && wrapped) continue;
+        // Unless the ring wrapped, no exit comes before its entry.
         ASSERT_FALSE(open.empty()) << "event " << i << ": an exit of " << sym.Name(e.key) << " with no frame open";
         ASSERT_EQ(open.back(), e.key) << "event " << i << ": the exit of " << sym.Name(e.key)
                                       << " while the innermost open frame is " << sym.Name(open.back());

@@ -270,7 +270,10 @@ TEST(ReportTest, RanksByTimeOnCpuByDefaultWithTheWaitingBeside) {
     if (f[0] == "wait_reply") {
       wait = i;
       EXPECT_GT(std::stoll(f[12]), 30 * kMs) << lines[i];  // self_wait_ns: asleep 2 x 20 ms
-      EXPECT_LT(std::stoll(f[11]), 5 * kMs) << lines[i];   // self_cpu_ns
+      // self_cpu_ns: a few µs quiet, but 6 ms was seen in the ASan build on
+      // a loaded machine (the sanitizer's work around each sleep); what the
+      // ranking rests on is that it is a small part of the wait.
+      EXPECT_LT(std::stoll(f[11]), std::stoll(f[12]) / 4) << lines[i];
     }
   }
   EXPECT_LT(slow, wait);

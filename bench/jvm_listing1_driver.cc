@@ -8,8 +8,11 @@
 // loop after a warm-up that lets C2 compile the chain):
 //   uninstrumented   java Listing1
 //   off              the agent (inline mode), LOOKBACK_ENABLED=0: probes compiled in, flag false
-//   inline           the agent, inline mode, -XX:+CriticalJNINatives (what `lookback record` runs)
-//   inline, JNI      the same without -XX:+CriticalJNINatives: a plain JNI call per trace point
+//   inline           the agent, inline mode, -XX:+CriticalJNINatives (what `lookback record` runs):
+//                    timed records written from Java with the JFR clock when the JVM has it
+//   inline, JNI      the same without -XX:+CriticalJNINatives (every JDK after 17)
+//   inline, natives  inline with every record through the natives (writes=native): the probe of
+//                    before the JFR clock (jfr_clock.cc), with -XX:+CriticalJNINatives where the JVM has it
 //   listener         the agent, listener mode (JVMTI MethodEntry/MethodExit)
 //   fast             inline, LOOKBACK_CLOCK=fast, -XX:+CriticalJNINatives: the probe writes the
 //                    untimed records from Java (writes=java, the default), the natives take the readings
@@ -31,8 +34,8 @@ namespace {
 using bench::Fmt;
 using bench::Median;
 
-enum Kind { kPlain, kOff, kInline, kInlineJni, kListener, kFast, kFastJni, kFastNatives, kNativePlain, kNativeFloor, kKinds };
-const char* const kNames[kKinds] = {"uninstrumented", "off",       "inline",        "inline, JNI",  "listener",
+enum Kind { kPlain, kOff, kInline, kInlineJni, kInlineNatives, kListener, kFast, kFastJni, kFastNatives, kNativePlain, kNativeFloor, kKinds };
+const char* const kNames[kKinds] = {"uninstrumented", "off",       "inline",        "inline, JNI",  "inline, natives", "listener",
                                     "fast",           "fast, JNI", "fast, natives", "native plain", "native floor"};
 constexpr int kTracePoints = 20;
 
@@ -74,6 +77,10 @@ double RunOnce(const Setup& s, Kind k, int work, double scale) {
               "Listing1"};
       break;
     case kInlineJni: argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline", "-cp", s.classes, "Listing1"}; break;
+    case kInlineNatives:
+      argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline,writes=native", "-cp", s.classes, "Listing1"};
+      if (s.critical) argv.insert(argv.begin() + 2, "-XX:+CriticalJNINatives");
+      break;
     case kListener: argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=listener", "-cp", s.classes, "Listing1"}; break;
     case kFast:
       argv = {s.java, "-agentpath:" + s.agent + opts + ",mode=inline,clock=fast", "-XX:+CriticalJNINatives", "-cp",
@@ -91,6 +98,10 @@ double RunOnce(const Setup& s, Kind k, int work, double scale) {
     default: return NAN;
   }
   argv.insert(argv.end(), {std::to_string(work), std::to_string(calls), std::to_string(warmup)});
+  // The JFR clock is set up once the start-up window has passed (1 s by
+  // default): at once here, so that the timed loop sees what a long-running
+  // program does.
+  if (k != kPlain && k != kNativePlain && k != kNativeFloor) env.push_back("LOOKBACK_JVM_STARTUP_WINDOW=0");
   const bench::Child c = bench::Spawn(argv, env, {"LOOKBACK_", "JAVA_TOOL_OPTIONS", "LD_PRELOAD"});
   const size_t at = c.text.find("elapsed_ns=");
   if (!c.ok || at == std::string::npos) {
@@ -163,19 +174,20 @@ int main(int argc, char** argv) {
          first_line.c_str(), rounds);
   printf("ns/tp = (variant - uninstrumented) / 20 per round, then the median. /proc/loadavg before: %s; after: %s\n\n",
          load_before.c_str(), bench::LoadAverage().c_str());
-  printf("| work | uninstrumented, ns/call | off, ns/tp (goal <= 1) | inline, ns/tp (goal <= 12 at work 0) | inline, plain JNI, ns/tp | listener, ns/tp | listener / inline (goal >= 10 at 0, >= 25 at 100) | native floor hook, ns/tp | inline / native floor |\n");
-  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  printf("| work | uninstrumented, ns/call | off, ns/tp (goal <= 1) | inline, ns/tp (goal <= 12 at work 0) | inline, plain JNI, ns/tp | inline, every record through the natives, ns/tp | listener, ns/tp | listener / inline (goal >= 10 at 0, >= 25 at 100) | native floor hook, ns/tp | inline / native floor |\n");
+  printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t w = 0; w < works.size(); ++w) {
     const double plain = med([&](int r) { return ns[kPlain][w][r]; });
     const double off = med([&](int r) { return tp(kOff, kPlain, w, r); });
     const double in = med([&](int r) { return tp(kInline, kPlain, w, r); });
     const double jni = med([&](int r) { return tp(kInlineJni, kPlain, w, r); });
+    const double natives = med([&](int r) { return tp(kInlineNatives, kPlain, w, r); });
     const double lis = med([&](int r) { return tp(kListener, kPlain, w, r); });
     const double ratio = med([&](int r) { return tp(kListener, kPlain, w, r) / tp(kInline, kPlain, w, r); });
     const double floor = med([&](int r) { return tp(kNativeFloor, kNativePlain, w, r); });
     const double xf = med([&](int r) { return tp(kInline, kPlain, w, r) / tp(kNativeFloor, kNativePlain, w, r); });
-    printf("| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", works[w], Fmt(plain, 1).c_str(), Fmt(off, 2).c_str(),
-           Fmt(in, 2).c_str(), Fmt(jni, 2).c_str(), Fmt(lis, 1).c_str(), Fmt(ratio, 1).c_str(), Fmt(floor, 2).c_str(),
+    printf("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", works[w], Fmt(plain, 1).c_str(), Fmt(off, 2).c_str(),
+           Fmt(in, 2).c_str(), Fmt(jni, 2).c_str(), Fmt(natives, 2).c_str(), Fmt(lis, 1).c_str(), Fmt(ratio, 1).c_str(), Fmt(floor, 2).c_str(),
            Fmt(xf, 2).c_str());
   }
   // The fast clock (issue 24's goal: <= 3 ns per trace point with and without CriticalJNINatives).

@@ -70,14 +70,17 @@ int lb_thread_is_tracing(void) LOOKBACK_API;
  * lb_enter/lb_exit (the JVM agent's Java probe, docs/jvm.md): it must have
  * been built with the same ring ABI (lb_ring_abi, src/runtime/ring_abi.h) and
  * then follows src/runtime/hot_path.h exactly: it writes only what RecordNow
- * writes as an untimed record of a dense fast-clock ring, and calls lb_enter/
- * lb_exit for everything else.
- * lb_thread_fast_ring: 1 and the calling thread's ring in *ring when it is a
- * fast-clock ring; 0 when the thread has no ring yet (ask again after its first
- * lb_enter); -1 when it has none to write to (exact clock, not traced,
- * disabled). The ring stays the thread's for its life; whenever it stops
- * recording (disabled, deselected, paused) its on-CPU word is cleared, which
- * sends the writer to lb_enter, as the kernel does when it deschedules it.
+ * writes as an untimed record of a dense fast-clock ring, or as an exact
+ * EVENT with nothing to announce (pos < next_sync, in the epoch, the key in the
+ * hot slot; only with the TSC the recorder reads, to the tick), and calls
+ * lb_enter/lb_exit for everything else.
+ * lb_thread_fast_ring: 1 and the calling thread's ring in *ring (exact or
+ * fast clock; Ring::on_cpu is null in an exact one); 0 when the thread has no
+ * ring yet (ask again after its first lb_enter); -1 when it has none to write
+ * to (not traced, disabled). The ring stays the thread's for its life;
+ * whenever it stops recording (disabled, deselected, paused) its next_sync is
+ * set to 0 and its on-CPU word cleared, which sends the writer to lb_enter,
+ * as the kernel does when it deschedules it.
  * lb_filter_table: where the table of excluded and shed keys is published
  * (src/runtime/exclude.h); calls of those are not recorded. */
 uint32_t lb_ring_abi(void) LOOKBACK_API;

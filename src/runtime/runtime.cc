@@ -107,9 +107,13 @@ void ArmAndNote(Ring* r) {
   r->armed_cpu_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
 }
 
-// A dense fast ring's untimed records do not look at next_sync; clearing the
-// on-CPU word (as the kernel would) sends the next one to the slow path too.
+// The next record of any writer takes the slow path: next_sync 0 for the
+// exact path (the hooks' and a front-end's that writes timed records itself,
+// which keeps the ring past this: lb_thread_fast_ring), and, since a dense
+// fast ring's untimed records do not look at next_sync, the on-CPU word
+// cleared (as the kernel would). The owner's slow path sets both again.
 void ForceSlowPath(Ring* r) {
+  __atomic_store_n(&r->next_sync, 0, __ATOMIC_RELAXED);
   if (r->fast_mask != 0) __atomic_store_n(const_cast<uint64_t*>(r->on_cpu), 0, __ATOMIC_RELAXED);
 }
 
@@ -1152,7 +1156,7 @@ uint32_t lb_clock_group(void) { return EnsureInitialised() ? R().config.clock_gr
 int lb_thread_fast_ring(void** ring) {
   Ring* r = lb_tls_ring;
   if (IsSentinel(r)) return 0;
-  if (r == nullptr || r->fast_mask == 0 || ring == nullptr) return -1;
+  if (r == nullptr || ring == nullptr) return -1;
   *ring = r;
   return 1;
 }

@@ -1161,6 +1161,66 @@ TEST_P(JvmFastClock, EveryThreadsCallsEqualGroundTruthWhicheverSideWritesTheReco
 INSTANTIATE_TEST_SUITE_P(Writes, JvmFastClock, ::testing::Values("java", "native"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
+// Whether HotSpot's JFR fast time is on here: it needs an invariant TSC and a
+// frequency in the CPU's brand string ("@ 2.50GHz": Intel's have one, AMD's
+// not), and then the probe writes timed records itself (jfr_clock.cc).
+bool HotSpotFastTimeExpected() {
+  std::ifstream in("/proc/cpuinfo");
+  bool invariant = false, frequency = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) frequency = frequency || line.find("GHz") != std::string::npos;
+    if (line.rfind("flags", 0) == 0) invariant = invariant || line.find(" nonstop_tsc") != std::string::npos;
+  }
+  return invariant && frequency;
+}
+
+// The exact clock's records written from Java, stamped with
+// jdk.jfr.internal.JVM.counterTime plus HotSpot's epoch, and the natives'
+// (syncs, new epochs, the first records), in one ring: the calls equal the
+// program's own log, and `verify` finds every timestamp in order. A Java
+// writer that disagreed with hot_path.h, or a clock a tick off the
+// recorder's, fails here.
+// (writes=native, every record through the natives, is JvmFastClock's
+// second case and every other JVM test's run of under a second.)
+TEST(JvmExactClock, EveryThreadsCallsEqualGroundTruthWithTimedRecordsWrittenFromJava) {
+  REQUIRE_JVM();
+  const std::string writes = "java";
+  const std::string dir = FreshDir("jvm-exact-" + writes);
+  const std::string gt = dir + "/ground-truth.txt";
+  JvmRun run;
+  // The start-up window is 0 so that the clock is set up at once, as it is
+  // after a second in a program that runs longer.
+  run.result = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "CallTree.*",
+                           "--jvm-probe-inlined", "--jvm-writes", writes, "--budget", "off", "--",
+                           LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree", "4", "20000", "42", gt},
+                          {{"LOOKBACK_JVM_STARTUP_WINDOW", "0"}});
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << run.result.err;
+  run.dump = dumps[0];
+  run.truth = ReadGroundTruth(gt);
+  std::set<std::string> methods;
+  for (const auto& [thread, evs] : run.truth) {
+    for (const auto& e : evs) methods.insert(e.method);
+  }
+  run.recorded = RecordedEvents(run.dump, methods);
+  ExpectSameCalls(run, 4);
+  const RunResult verify = RunProgram({Cli(), "verify", run.dump});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  const RunResult info = RunProgram({Cli(), "info", run.dump});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const bool timed = info.out.find("timed records from Java read the TSC with jdk.jfr.internal.JVM.counterTime") !=
+                     std::string::npos;
+  if (!timed) {
+    // Said, with the reason: the timed records went through the natives.
+    EXPECT_NE(info.out.find("timed records go through JNI: "), std::string::npos) << info.out;
+    if (!HotSpotFastTimeExpected()) GTEST_SKIP() << "HotSpot's JFR fast time is off on this CPU";
+  }
+  ASSERT_TRUE(timed) << info.out;
+  const size_t at = info.out.find("probes write timed records from Java (");
+  ASSERT_NE(at, std::string::npos) << info.out;
+  EXPECT_GE(std::stoul(info.out.substr(info.out.find('(', at) + 1)), 4u) << info.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("inline", "listener"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 

@@ -88,7 +88,7 @@ TEST(ProbeClass, EnterIsInlinedByC2ButCalledByC1) {
 // address-only getByte(long) (a Java wrapper around the native), a recorded
 // call under -Xint cost twice as much (LookbackProbe.java). So on their way to
 // the natives, enter and exit call nothing but LookbackProbe's own natives,
-// `untimed` (the fast clock's path, a constant false with the exact clock),
+// `write` (the records they write themselves: not called while WRITES is false),
 // and Unsafe's (Object, long) accessors, which are natives themselves.
 TEST(ProbeClass, EnterAndExitCallNoJavaHelperOnTheirWayToTheNatives) {
   const std::vector<uint8_t> bytes = ProbeClassBytes(false);
@@ -120,7 +120,7 @@ TEST(ProbeClass, EnterAndExitCallNoJavaHelperOnTheirWayToTheNatives) {
         ASSERT_TRUE(nt.has_value()) << name << " at " << in.offset;
         const std::string callee(nt->first), descriptor(nt->second);
         if (owner == kProbeClass) {
-          EXPECT_TRUE(natives.count(callee) || callee == "untimed")
+          EXPECT_TRUE(natives.count(callee) || callee == "write")
               << name << " calls " << callee << ", a Java helper the interpreter pays a frame for";
         } else {
           EXPECT_EQ(owner, "jdk/internal/misc/Unsafe") << name << " calls " << owner << "." << callee;

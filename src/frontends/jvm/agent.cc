@@ -643,8 +643,11 @@ bool HasCarrierThreads(JNIEnv* jni) {
 // Defines java.lang.LookbackProbe into java.base and binds its natives.
 jclass DefineProbe(JNIEnv* jni) {
   // The table of Java threads' rings comes first: the class's initialiser reads its address.
-  const bool java_writes = g_options.java_writes && SetUpJavaRings();
+  const bool rings = g_options.java_writes && SetUpJavaRings();
+  // Untimed records are the fast clock's; timed ones wait for the JFR clock (StartInline).
+  const bool java_writes = rings && g_runtime.clock_group() > 1;
   g_java_rings.direct = java_writes;  // read by the class's initialiser (LookbackProbe.DIRECT)
+  g_java_rings.direct_timed_possible = rings;
   SetUpJavaGuards();  // the initialiser reads their address too
   const std::vector<uint8_t> bytes = ProbeClassBytes(HasCarrierThreads(jni));
   if (bytes.empty()) {
@@ -906,6 +909,72 @@ void CloseStartupWindow() {
   NoteDeferredLocked();
 }
 
+// Timed records from Java (jfr_clock.cc), on an agent thread once the
+// start-up window has passed (LOOKBACK_JVM_STARTUP_WINDOW, 1 s; at once when
+// attached): initialising jdk.jfr.internal.JVM runs JFR's first lambda, and
+// with it the JVM's method-handle machinery when the program has not yet:
+// 20 ms of CPU on an empty main, on a 2-core machine as much as the rest of
+// the agent's start (docs/performance.md). Until then timed records go
+// through the natives, as they did before.
+struct JfrClockStart {
+  jrawMonitorID monitor = nullptr;
+  bool vm_dead = false;  // under monitor
+  uint64_t delay_ns = 0;
+} g_jfr_clock;
+
+void EnableJfrClockNow(jvmtiEnv* jvmti, JNIEnv* jni) {
+  std::string why;
+  const bool on = EnableJfrClock(jvmti, jni, g_probe_class, &why);
+  g_stats.java_timed.store(on);
+  {
+    std::lock_guard<std::mutex> lock(g_stats.error_mutex);
+    g_stats.jfr_clock_off = on ? "" : why;
+  }
+  g_stats.Publish();
+}
+
+void JNICALL JfrClockThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
+  g_runtime.thread_disable();  // not a thread of the program
+  const uint64_t until = NowNs() + g_jfr_clock.delay_ns;
+  if (jvmti->RawMonitorEnter(g_jfr_clock.monitor) != JVMTI_ERROR_NONE) return;
+  while (!g_jfr_clock.vm_dead) {
+    const uint64_t now = NowNs();
+    if (now >= until) break;
+    if (jvmti->RawMonitorWait(g_jfr_clock.monitor, static_cast<jlong>((until - now + 999999) / 1000000)) !=
+        JVMTI_ERROR_NONE) {
+      break;
+    }
+  }
+  if (!g_jfr_clock.vm_dead) {
+    jvmti->RawMonitorExit(g_jfr_clock.monitor);
+    EnableJfrClockNow(jvmti, jni);
+    return;
+  }
+  // VMDeath came first: parked, blocked (nothing notifies the monitor
+  // again), until the process ends; no JNI call while the VM goes down.
+  while (jvmti->RawMonitorWait(g_jfr_clock.monitor, 0) == JVMTI_ERROR_NONE) {
+  }
+  jvmti->RawMonitorExit(g_jfr_clock.monitor);
+}
+
+void StartJfrClock(jvmtiEnv* jvmti, JNIEnv* jni) {
+  if (g_stats.java_timed.load() || g_jfr_clock.monitor != nullptr) return;  // (attached again after a detach)
+  if (!g_java_rings.direct_timed_possible) return;                         // writes=native: nothing to say
+  g_jfr_clock.delay_ns = g_live ? 0 : StartupWindowNs();
+  if (jvmti->CreateRawMonitor("lookback-clock", &g_jfr_clock.monitor) != JVMTI_ERROR_NONE ||
+      !StartAgentThread(jvmti, jni, "lookback-clock", &JfrClockThread, JVMTI_THREAD_MIN_PRIORITY)) {
+    std::lock_guard<std::mutex> lock(g_stats.error_mutex);
+    g_stats.jfr_clock_off = "cannot start the agent thread that sets it up";
+  }
+}
+
+void StopJfrClockStart(jvmtiEnv* jvmti) {
+  if (g_jfr_clock.monitor == nullptr || jvmti->RawMonitorEnter(g_jfr_clock.monitor) != JVMTI_ERROR_NONE) return;
+  g_jfr_clock.vm_dead = true;
+  jvmti->RawMonitorNotifyAll(g_jfr_clock.monitor);
+  jvmti->RawMonitorExit(g_jfr_clock.monitor);
+}
+
 bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   OpenClassCache();
   if (g_probe_class == nullptr) {  // (attached again after a detach: it exists)
@@ -944,6 +1013,7 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
   }
   g_probe_ready.store(true, std::memory_order_release);
   jvmti->SetEventNotificationMode(JVMTI_ENABLE, JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, nullptr);
+  StartJfrClock(jvmti, jni);
 
   // The classes loaded before the probe existed: java.base's start-up
   // classes, about 260 for an empty main (String, HashMap, ArrayList, ...).
@@ -1051,9 +1121,10 @@ void JNICALL OnThreadStart(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) { NameS
 // call there cost every traced JVM 10 ms at exit (an empty main: 70 ms
 // against 60). What is lost is what daemon threads would have recorded in
 // the last moments before the VM stops them.
-void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv* jni) {
+void JNICALL OnVMDeath(jvmtiEnv* jvmti, JNIEnv* jni) {
   if (g_probe_class != nullptr && g_probe_on != nullptr) jni->SetStaticBooleanField(g_probe_class, g_probe_on, JNI_FALSE);
   CloseStartupWindow();  // first: a retransform under way changes the counts
+  StopJfrClockStart(jvmti);
   g_stats.Publish();     // the exit dump's counts, exact
   StopShedding();
   WaitForNanoscopeFlushes();

@@ -66,10 +66,15 @@ struct JavaRings {
   uint64_t count = 0;
   const uint64_t* const* filter_table = nullptr;
   bool direct = false;  // the probe writes untimed records (LookbackProbe.DIRECT): set before it is defined
+  bool direct_timed_possible = false;  // the table is set up: the probe may write timed records too (jfr_clock.cc)
 };
 extern JavaRings g_java_rings;
 // Reserves the table if the runtime allows direct writes (same ring ABI). Before the probe class is defined.
 bool SetUpJavaRings();
+// Lets the probe write the exact path's timed records itself, stamped with
+// HotSpot's own TSC read (jfr_clock.cc); false, and why, when it cannot.
+// After the probe class is defined and its natives linked; live phase.
+bool EnableJfrClock(jvmtiEnv* jvmti, JNIEnv* jni, jclass probe, std::string* why);
 // The calling thread's ring, asked of the runtime (LookbackProbe.bind).
 void BindJavaRing(int64_t tid);
 // Makes thread `tid` ask again at its next probe (its selection may have changed: a rename, enable).
@@ -185,6 +190,8 @@ struct AgentStats {
   std::atomic<uint64_t> startup_deferred{0};
   std::atomic<uint64_t> guarded_methods{0};       // methods given a guard byte (RegisterGuards)
   std::atomic<uint64_t> java_writing_threads{0};  // threads bound to their fast-clock ring (BindJavaRing)
+  std::atomic<bool> java_timed{false};  // LookbackProbe writes the exact path's timed records too (jfr_clock.cc)
+  std::string jfr_clock_off;             // why not, under error_mutex (empty: not tried, or on)
   std::atomic<bool> java_writes{false};  // LookbackProbe writes untimed records itself (writes=java and the runtime allows it)
   std::atomic<uint64_t> skipped[kSkipReasonCount] = {};  // by SkipReason
   // The overhead budget (shed.cc): methods without probes now because it shed

@@ -57,6 +57,13 @@ JNIEXPORT jlong JNICALL Java_java_lang_LookbackProbe_layout(JNIEnv*, jclass, jin
     case 14: return static_cast<jlong>(lookback::jvm::g_java_guards.count);  // 0: no guards
     case 15: return rings.direct ? 1 : 0;
     case 16: return __builtin_offsetof(Ring, lap);
+    case 17: return __builtin_offsetof(Ring, next_sync);
+    case 18: return __builtin_offsetof(Ring, epoch_tsc);
+    case 19: return __builtin_offsetof(Ring, hot_base);
+    case 20: return __builtin_offsetof(Ring, hot_tag);
+    case 21: return __builtin_offsetof(Ring, slots);
+    case 22: return __builtin_offsetof(Ring, mask);
+    case 23: return lookback::format::kTscLowBits;
     default: return 0;
   }
 }
@@ -85,10 +92,9 @@ bool SetUpJavaRings() {
       g_runtime.clock_group == nullptr || g_runtime.ring_abi() != rt::kRingAbi) {
     return false;  // another runtime: every record goes through lb_enter/lb_exit
   }
-  // The exact clock: every record needs a reading, so the probe would only pay
-  // for its checks before calling the natives anyway (1.5-2 ns a trace point
-  // on Listing 1); `direct` stays false and the probe calls them at once.
-  if (g_runtime.clock_group() <= 1) return false;
+  // With the exact clock too: the probe writes timed records itself once the
+  // agent has found HotSpot's TSC read (jfr_clock.cc); until then, or if it
+  // finds none, `direct` is false and the probe calls the natives at once.
   // Reserved, not committed: a page is touched only once a thread of ids in it binds.
   void* p = mmap(nullptr, JavaRings::kCount * sizeof(JavaRingEntry), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -149,9 +155,14 @@ void BindJavaRing(int64_t tid) {
   if (got == 0) return;  // no ring yet: set up by the record the probe makes next
   // Only the thread itself reads its entry before this store (bind is its
   // own call), so the on-CPU address goes first and the ring after it.
+  // An exact ring has no on-CPU word; the probe reads it only at a dense
+  // ring's untimed positions, but a word that says "descheduled" is safer
+  // than none.
+  static const uint64_t kNeverOnCpu = 0;
   if (got > 0) {
-    rings.ring_of[tid].on_cpu =
-        static_cast<uint64_t>(reinterpret_cast<uintptr_t>(static_cast<const rt::Ring*>(ring)->on_cpu));
+    const volatile uint64_t* word = static_cast<const rt::Ring*>(ring)->on_cpu;
+    rings.ring_of[tid].on_cpu = static_cast<uint64_t>(
+        reinterpret_cast<uintptr_t>(word != nullptr ? const_cast<const uint64_t*>(word) : &kNeverOnCpu));
   }
   __atomic_store_n(&rings.ring_of[tid].ring, got > 0 ? static_cast<int64_t>(reinterpret_cast<uintptr_t>(ring)) : -1,
                    __ATOMIC_RELAXED);
@@ -292,11 +303,24 @@ std::string AgentStats::Summary() {
     if (const uint64_t failed = shed_failed.load()) s += ", " + std::to_string(failed) + " retransforms refused";
   }
   // How the probes write (LookbackProbe.java): what a user comparing costs needs to know.
-  if (java_writes.load()) {
-    s += "; probes write the untimed records of fast-clock rings from Java (" +
-         std::to_string(java_writing_threads.load()) + " threads; agent option writes=native: all through JNI)";
+  std::string clock_off;
+  {
+    std::lock_guard<std::mutex> lock(error_mutex);
+    clock_off = jfr_clock_off;
+  }
+  if (java_writes.load() || java_timed.load()) {
+    const char* what = java_writes.load() && java_timed.load() ? "the untimed records of fast-clock rings and timed records"
+                       : java_timed.load()                     ? "timed records"
+                                                               : "the untimed records of fast-clock rings";
+    s += std::string("; probes write ") + what + " from Java (" + std::to_string(java_writing_threads.load()) +
+         " threads; agent option writes=native: all through JNI)";
   } else {
     s += "; probes record through JNI";
+  }
+  if (java_timed.load()) {
+    s += "; timed records from Java read the TSC with jdk.jfr.internal.JVM.counterTime (HotSpot's epoch from libjvm.so)";
+  } else if (!clock_off.empty()) {
+    s += "; timed records go through JNI: " + clock_off;
   }
   // Guards (LookbackProbe.enter/exit): what a shed method's calls still cost.
   if (const uint64_t guarded = guarded_methods.load()) {

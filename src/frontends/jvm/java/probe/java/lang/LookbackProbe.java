@@ -10,13 +10,17 @@
  * thread whose ring reads the clock once per group of records (the fast
  * clock) writes the untimed records between readings here, with plain stores
  * into its ring, as the C++ hot path would (src/runtime/hot_path.h,
- * RecordNow): no call into native code. Every other record goes to
- * enterNative/exitNative, the recorder's own hot path.
+ * RecordNow): no call into native code. Where the agent found HotSpot's own
+ * TSC read (jfr_clock.cc), the timed records of the exact common case are
+ * written here too, stamped by jdk.jfr.internal.JVM.counterTime(), which C1
+ * and C2 compile to a leaf call of an rdtsc (no JNI transition). Every other
+ * record goes to enterNative/exitNative, the recorder's own hot path.
  */
 package java.lang;
 
 import jdk.internal.misc.Unsafe;
 import jdk.internal.vm.annotation.Stable;
+import jdk.jfr.internal.JVM;
 
 public final class LookbackProbe {
   /** Tracing started: set by the agent. */
@@ -34,6 +38,10 @@ public final class LookbackProbe {
   // none to write: the natives record, else its address), then its on-CPU
   // word's address. Native memory of the agent.
   private static final long RINGS = layout(10), RING_COUNT = layout(11);
+  // The exact path's fields (hot_path.h, RecordAtPos) and the TSC bits an
+  // EVENT keeps (format.h, kTscLowBits).
+  private static final long NEXT_SYNC = layout(17), EPOCH_TSC = layout(18), HOT_BASE = layout(19);
+  private static final long HOT_TAG = layout(20), SLOTS = layout(21), MASK = layout(22), TSC_LOW_BITS = layout(23);
   private static final long FILTER = layout(12);         // where the filter table is published (exclude.h)
   // A guard byte per method id (jvm_agent.h, JavaGuards): nonzero while the
   // overhead budget sheds the method. 0 guards: the runtime takes none.
@@ -54,6 +62,17 @@ public final class LookbackProbe {
   // untimed path into every probe: C1's code for javac grew 2.4-fold when
   // every probe carried it (docs/jvm.md, "Costs").
   private static final boolean DIRECT = layout(15) != 0;
+  // Timed records are written here: the agent sets these once it has found
+  // HotSpot's TSC epoch (jfr_clock.cc: counterTime() + TSC_EPOCH is the raw
+  // TSC the recorder reads, to the tick) and made jdk.jfr.internal.JVM
+  // readable and initialised; TSC_EPOCH first. @Stable: 0 and false are read
+  // at run time, set values are constants to C2, so code compiled before the
+  // switch still sees it.
+  @Stable private static long TSC_EPOCH;
+  @Stable private static boolean TIMED;
+  // DIRECT || TIMED: the one test enter and exit make before write (exit must
+  // stay small enough for C1 to inline it).
+  @Stable private static boolean WRITES = DIRECT;
   // Thread.tid: read as a field, since a subclass may override getId().
   private static final long TID = tidOffset();
 
@@ -68,7 +87,7 @@ public final class LookbackProbe {
   // ran 1.3x longer, C1's compiled code being twice the size; Listing 1's cost
   // per trace point is the same either way. (ProbeClass.EnterIsInlinedByC2ButCalledByC1
   // checks the sizes.)
-  // untimed (about 260 bytes) is left to C2 too: forced into every probe of
+  // write (about 300 bytes) is left to C2 too: forced into every probe of
   // javac it ran 4.8x plain instead of 2.3x, and a call at every site
   // (@DontInline) cost Listing 1 0.9 ns a trace point.
   //
@@ -99,7 +118,7 @@ public final class LookbackProbe {
       final byte[] fold;  // FOLD's page of method i: a non-zero byte, a constant to C2, is a shed method
       if (i >= GUARD_COUNT || ((fold = FOLD[(int) (i >>> 12)]) == null || fold[(int) i & 4095] == 0)
                                   && U.getByte(null, GUARDS + i) == 0) {
-        if (!(DIRECT && untimed(id, UNTIMED_ENTRY))) enterNative(id);
+        if (!(WRITES && write(id, false))) enterNative(id);
         return true;
       }
     }
@@ -110,14 +129,16 @@ public final class LookbackProbe {
   // at the JVM's exit the agent turns it off so that no probe calls into
   // native code during HotSpot's last safepoint (agent.cc, OnVMDeath).
   public static void exit(int id, boolean entered) {
-    if (entered && on && !(DIRECT && untimed(id, UNTIMED_EXIT))) exitNative(id);
+    if (entered && on && !(WRITES && write(id, true))) exitNative(id);
   }
 
-  // Writes the untimed record of method `id` to the calling thread's ring if
-  // the C++ hot path would write one there now; false when the natives must
-  // record (a reading is due, the thread was descheduled since the last one,
-  // the ring is not a dense fast ring, or it is not known yet).
-  private static boolean untimed(int id, long kind) {
+  // Writes the record of method `id` to the calling thread's ring if the C++
+  // hot path would write it there now without its slow path: an untimed
+  // record (DIRECT), or a timed one of the exact common case (TIMED). False
+  // when the natives must record: a reading is due in a dense ring, the
+  // thread was descheduled since the last one, a sync or an announcement is
+  // due, or the ring is not known yet.
+  private static boolean write(int id, boolean exit) {
     if (TID < 0) return false;
     // The platform thread: on JDKs with virtual threads the agent makes this
     // call Thread.currentCarrierThread() (probe_class.cc), whose ring it is.
@@ -132,16 +153,33 @@ public final class LookbackProbe {
       if (r == 0) bind(tid);
       return false;
     }
-    // RecordNow's untimed position: not a reading position of a dense ring,
-    // and the thread on CPU since the last reading. (RecordNow first tests
-    // pos >= next_sync; that holds whenever clock_mask is not 0, since the
-    // slow path sets next_sync to 0 when it makes a ring dense, and whoever
-    // sets it again while the ring is dense clears the on-CPU word too.)
     final long pos = U.getLong(null, r + POS);
-    if ((pos & (U.getInt(null, r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getLong(null, entry + 8)) == 0) {
-      return false;
-    }
     final long key = METHOD_KEY | id;
+    final long slot, record;
+    if (pos < U.getLong(null, r + NEXT_SYNC)) {
+      // RecordAtPos, exact: the TSC's offset into the announced epoch is both
+      // the epoch test (below 2^28, unsigned) and the record's timestamp
+      // bits; a key in the hot base slot gives the record's low half. The
+      // runtime sets next_sync to 0 when it stops the thread recording, so a
+      // cached ring never records past that.
+      if (!TIMED) return false;
+      final long offset = JVM.counterTime() + TSC_EPOCH - U.getLong(null, r + EPOCH_TSC);
+      final long low = key ^ U.getLong(null, r + HOT_BASE);
+      if ((offset >>> TSC_LOW_BITS) != 0 || (low >>> 32) != 0) return false;
+      record = U.getLong(null, r + HOT_TAG + (exit ? 8 : 0)) | (offset << 32) | low;
+      slot = U.getLong(null, r + SLOTS) + ((pos & U.getLong(null, r + MASK)) << 3);
+    } else {
+      // RecordNow's untimed position: not a reading position of a dense
+      // ring (an exact ring's clock_mask is 0), and the thread on CPU since
+      // the last reading (the kernel clears the word when it deschedules the
+      // thread, the runtime when it stops it recording).
+      if (!DIRECT) return false;
+      if ((pos & (U.getInt(null, r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getLong(null, entry + 8)) == 0) {
+        return false;
+      }
+      record = (exit ? UNTIMED_EXIT : UNTIMED_ENTRY) | key;
+      slot = U.getLong(null, r + LAP) + (pos << 3);  // the lap's base + 8 * pos (hot_path.h, Ring::lap)
+    }
     // The filter table holds shed and excluded keys. A method with a guard
     // is shed by its guard, tested before this (enter/exit), so only one
     // without (ids past the guards' end) is looked up: with the budget on
@@ -155,8 +193,7 @@ public final class LookbackProbe {
       }
     }
     // Publish: the slot, then pos, each a release store (plain movs on x86-64).
-    // The slot is at the lap's base + 8 * pos (hot_path.h, Ring::lap).
-    U.putLongRelease(null, U.getLong(null, r + LAP) + (pos << 3), kind | key);
+    U.putLongRelease(null, slot, record);
     U.putLongRelease(null, r + POS, pos + 1);
     return true;
   }

@@ -22,6 +22,9 @@
 #   fast           inline mode with --clock fast
 #   fastoff        --clock fast --budget off: every probed method recorded (issue 24's measure)
 #   fastnative     the same with --jvm-writes native (every record through the natives)
+#   natives        default settings with --jvm-writes native: every record through the natives
+#                  (the exact clock's timed records before the JFR clock, 2026-11-28)
+#   nobudgetnative --budget off --jvm-writes native
 #   sync           default settings with --jvm-startup sync: the JDK's start-up classes
 #                  retransformed with probes before main (the default before 2026-11-27)
 #   skip           default settings with --jvm-startup skip: the JDK classes first loaded
@@ -101,6 +104,8 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
         fast) flags=(--clock fast) ;;
         fastoff) flags=(--clock fast --budget off --jvm-writes java) ;;
         fastnative) flags=(--clock fast --budget off --jvm-writes native) ;;
+        natives) flags=(--jvm-writes native) ;;
+        nobudgetnative) flags=(--budget off --jvm-writes native) ;;
         idle) envs=(LOOKBACK_ENABLED=0) ;;
         sync) flags=(--jvm-startup sync) ;;
         skip) flags=(--jvm-startup skip) ;;

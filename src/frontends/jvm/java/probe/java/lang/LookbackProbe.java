@@ -87,7 +87,7 @@ public final class LookbackProbe {
   // ran 1.3x longer, C1's compiled code being twice the size; Listing 1's cost
   // per trace point is the same either way. (ProbeClass.EnterIsInlinedByC2ButCalledByC1
   // checks the sizes.)
-  // write (about 300 bytes) is left to C2 too: forced into every probe of
+  // write (and what it calls) is left to C2 too: forced into every probe of
   // javac it ran 4.8x plain instead of 2.3x, and a call at every site
   // (@DontInline) cost Listing 1 0.9 ns a trace point.
   //
@@ -137,7 +137,10 @@ public final class LookbackProbe {
   // record (DIRECT), or a timed one of the exact common case (TIMED). False
   // when the natives must record: a reading is due in a dense ring, the
   // thread was descheduled since the last one, a sync or an announcement is
-  // due, or the ring is not known yet.
+  // due, or the ring is not known yet. Three methods, each under C2's
+  // inlining limit for a hot call (FreqInlineSize, 325 bytes of bytecode):
+  // one of 468 bytes was called, not inlined, and cost Listing 1 2 ns a
+  // trace point (ProbeClass.TheWritePathIsInlinedByC2 checks the sizes).
   private static boolean write(int id, boolean exit) {
     if (TID < 0) return false;
     // The platform thread: on JDKs with virtual threads the agent makes this
@@ -154,47 +157,54 @@ public final class LookbackProbe {
       return false;
     }
     final long pos = U.getLong(null, r + POS);
+    if (pos < U.getLong(null, r + NEXT_SYNC)) return TIMED && timed(r, pos, id, exit);
+    return DIRECT && untimed(entry, r, pos, id, exit);
+  }
+
+  // RecordAtPos, exact: the TSC's offset into the announced epoch is both the
+  // epoch test (below 2^28, unsigned) and the record's timestamp bits; a key
+  // in the hot base slot gives the record's low half. The runtime sets
+  // next_sync to 0 when it stops the thread recording, so a cached ring never
+  // records past that.
+  private static boolean timed(long r, long pos, int id, boolean exit) {
     final long key = METHOD_KEY | id;
-    final long slot, record;
-    if (pos < U.getLong(null, r + NEXT_SYNC)) {
-      // RecordAtPos, exact: the TSC's offset into the announced epoch is both
-      // the epoch test (below 2^28, unsigned) and the record's timestamp
-      // bits; a key in the hot base slot gives the record's low half. The
-      // runtime sets next_sync to 0 when it stops the thread recording, so a
-      // cached ring never records past that.
-      if (!TIMED) return false;
-      final long offset = JVM.counterTime() + TSC_EPOCH - U.getLong(null, r + EPOCH_TSC);
-      final long low = key ^ U.getLong(null, r + HOT_BASE);
-      if ((offset >>> TSC_LOW_BITS) != 0 || (low >>> 32) != 0) return false;
-      record = U.getLong(null, r + HOT_TAG + (exit ? 8 : 0)) | (offset << 32) | low;
-      slot = U.getLong(null, r + SLOTS) + ((pos & U.getLong(null, r + MASK)) << 3);
-    } else {
-      // RecordNow's untimed position: not a reading position of a dense
-      // ring (an exact ring's clock_mask is 0), and the thread on CPU since
-      // the last reading (the kernel clears the word when it deschedules the
-      // thread, the runtime when it stops it recording).
-      if (!DIRECT) return false;
-      if ((pos & (U.getInt(null, r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getLong(null, entry + 8)) == 0) {
-        return false;
-      }
-      record = (exit ? UNTIMED_EXIT : UNTIMED_ENTRY) | key;
-      slot = U.getLong(null, r + LAP) + (pos << 3);  // the lap's base + 8 * pos (hot_path.h, Ring::lap)
-    }
-    // The filter table holds shed and excluded keys. A method with a guard
-    // is shed by its guard, tested before this (enter/exit), so only one
-    // without (ids past the guards' end) is looked up: with the budget on
-    // the table is rarely empty, and the lookup was a load, a multiply and
-    // a probe of the table at every record.
-    if ((id & 0xffffffffL) >= GUARD_COUNT) {
-      final long table = U.getLongAcquire(null, FILTER);
-      if (table != 0 && filtered(table, key)) {
-        U.putLong(null, r + FILTERED, U.getLong(null, r + FILTERED) + 1);  // CountFiltered
-        return true;
-      }
-    }
+    final long offset = JVM.counterTime() + TSC_EPOCH - U.getLong(null, r + EPOCH_TSC);
+    final long low = key ^ U.getLong(null, r + HOT_BASE);
+    if ((offset >>> TSC_LOW_BITS) != 0 || (low >>> 32) != 0) return false;
+    if ((id & 0xffffffffL) >= GUARD_COUNT && excluded(r, key)) return true;
     // Publish: the slot, then pos, each a release store (plain movs on x86-64).
-    U.putLongRelease(null, slot, record);
+    U.putLongRelease(null, U.getLong(null, r + SLOTS) + ((pos & U.getLong(null, r + MASK)) << 3),
+                     U.getLong(null, r + HOT_TAG + (exit ? 8 : 0)) | (offset << 32) | low);
     U.putLongRelease(null, r + POS, pos + 1);
+    return true;
+  }
+
+  // RecordNow's untimed position: not a reading position of a dense ring (an
+  // exact ring's clock_mask is 0), and the thread on CPU since the last
+  // reading (the kernel clears the word when it deschedules the thread, the
+  // runtime when it stops it recording).
+  private static boolean untimed(long entry, long r, long pos, int id, boolean exit) {
+    if ((pos & (U.getInt(null, r + CLOCK_MASK) & 0xffffffffL)) == 0 || U.getLongAcquire(null, U.getLong(null, entry + 8)) == 0) {
+      return false;
+    }
+    final long key = METHOD_KEY | id;
+    if ((id & 0xffffffffL) >= GUARD_COUNT && excluded(r, key)) return true;
+    // The slot is at the lap's base + 8 * pos (hot_path.h, Ring::lap).
+    U.putLongRelease(null, U.getLong(null, r + LAP) + (pos << 3), (exit ? UNTIMED_EXIT : UNTIMED_ENTRY) | key);
+    U.putLongRelease(null, r + POS, pos + 1);
+    return true;
+  }
+
+  // The filter table holds shed and excluded keys; true, counted in the
+  // ring's `filtered` as the natives count it, when `key` is there. A method
+  // with a guard is shed by its guard, tested before this (enter/exit), so
+  // only one without (ids past the guards' end) is looked up: with the
+  // budget on the table is rarely empty, and the lookup was a load, a
+  // multiply and a probe of the table at every record.
+  private static boolean excluded(long r, long key) {
+    final long table = U.getLongAcquire(null, FILTER);
+    if (table == 0 || !filtered(table, key)) return false;
+    U.putLong(null, r + FILTERED, U.getLong(null, r + FILTERED) + 1);  // CountFiltered
     return true;
   }
 

@@ -74,13 +74,16 @@ int lb_thread_is_tracing(void) LOOKBACK_API;
  * EVENT with nothing to announce (pos < next_sync, in the epoch, the key in the
  * hot slot; only with the TSC the recorder reads, to the tick), and calls
  * lb_enter/lb_exit for everything else.
- * lb_thread_fast_ring: 1 and the calling thread's ring in *ring (exact or
- * fast clock; Ring::on_cpu is null in an exact one); 0 when the thread has no
- * ring yet (ask again after its first lb_enter); -1 when it has none to write
- * to (not traced, disabled). The ring stays the thread's for its life;
- * whenever it stops recording (disabled, deselected, paused) its next_sync is
- * set to 0 and its on-CPU word cleared, which sends the writer to lb_enter,
- * as the kernel does when it deschedules it.
+ * lb_thread_fast_ring: 1 and the calling thread's ring in *ring when it is a
+ * fast-clock ring; 0 when the thread has no ring yet (ask again after its first
+ * lb_enter); -1 when it has none to write to (exact clock, not traced,
+ * disabled). lb_thread_ring: the same for a ring of either clock (Ring::on_cpu
+ * is null in an exact one); a runtime that has it also sets next_sync to 0
+ * when a thread stops recording, which a writer of exact EVENTs relies on.
+ * The ring stays the thread's for its life; whenever it stops recording
+ * (disabled, deselected, paused) its next_sync is set to 0 and its on-CPU
+ * word cleared, which sends the writer to lb_enter, as the kernel does when
+ * it deschedules it.
  * lb_filter_table: where the table of excluded and shed keys is published
  * (src/runtime/exclude.h); calls of those are not recorded. */
 uint32_t lb_ring_abi(void) LOOKBACK_API;
@@ -88,6 +91,7 @@ uint32_t lb_ring_abi(void) LOOKBACK_API;
  * clock, whose rings a front-end never writes to itself. */
 uint32_t lb_clock_group(void) LOOKBACK_API;
 int lb_thread_fast_ring(void** ring) LOOKBACK_API;
+int lb_thread_ring(void** ring) LOOKBACK_API;
 const uint64_t* const* lb_filter_table(void) LOOKBACK_API;
 
 /* Per-function guard bytes, for a front-end whose trace points are inlined

@@ -2,8 +2,9 @@
 //
 // ABI shared by every front-end (the compiler hooks, the clang pass, which
 // inlines this code into programs, and the JVM agent through lb_enter/lb_exit,
-// whose Java probe also writes RecordNow's untimed record itself:
-// src/frontends/jvm/java/probe/java/lang/LookbackProbe.java, lb_thread_fast_ring):
+// whose Java probe also writes RecordNow's untimed record and RecordAtPos's
+// exact EVENT itself: src/frontends/jvm/java/probe/java/lang/LookbackProbe.java,
+// lb_thread_fast_ring; its layout() hands it the offsets):
 // the initial-exec thread-local `lb_tls_ring`, the first cache line of `Ring`
 // and the fields the fast path reads or writes beyond it (hot_tag[1], base,
 // on_cpu, sparse_ticks, dense_sync, lap, event_tags, filtered). Change any and

@@ -109,7 +109,7 @@ void ArmAndNote(Ring* r) {
 
 // The next record of any writer takes the slow path: next_sync 0 for the
 // exact path (the hooks' and a front-end's that writes timed records itself,
-// which keeps the ring past this: lb_thread_fast_ring), and, since a dense
+// which keeps the ring past this: lb_thread_ring), and, since a dense
 // fast ring's untimed records do not look at next_sync, the on-CPU word
 // cleared (as the kernel would). The owner's slow path sets both again.
 void ForceSlowPath(Ring* r) {
@@ -1154,6 +1154,14 @@ uint32_t lb_ring_abi(void) { return kRingAbi; }
 uint32_t lb_clock_group(void) { return EnsureInitialised() ? R().config.clock_group : 1; }
 
 int lb_thread_fast_ring(void** ring) {
+  Ring* r = lb_tls_ring;
+  if (IsSentinel(r)) return 0;
+  if (r == nullptr || r->fast_mask == 0 || ring == nullptr) return -1;
+  *ring = r;
+  return 1;
+}
+
+int lb_thread_ring(void** ring) {
   Ring* r = lb_tls_ring;
   if (IsSentinel(r)) return 0;
   if (r == nullptr || ring == nullptr) return -1;

@@ -695,6 +695,47 @@ NanoscopeFile ReadNanoscope(const std::string& path) {
   return f;
 }
 
+// Whether HotSpot's JFR fast time is on here: it needs an invariant TSC and a
+// frequency in the CPU's brand string ("@ 2.50GHz": Intel's have one, AMD's
+// not), and then the probe writes timed records itself (jfr_clock.cc).
+bool HotSpotFastTimeExpected() {
+  std::ifstream in("/proc/cpuinfo");
+  bool invariant = false, frequency = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) frequency = frequency || line.find("GHz") != std::string::npos;
+    if (line.rfind("flags", 0) == 0) invariant = invariant || line.find(" nonstop_tsc") != std::string::npos;
+  }
+  return invariant && frequency;
+}
+
+// A thread --threads no longer selects stops being recorded at once, also
+// while its probes write timed records from Java (the JFR clock): the probe
+// caches the thread's ring, and the runtime's stop (next_sync 0) and the
+// agent's rename hook must both send it back to the natives.
+TEST(JvmExactClock, AThreadThatIsNoLongerSelectedIsNotRecordedFromJava) {
+  REQUIRE_JVM();
+  const std::string dir = FreshDir("jvm-exact-deselect");
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--threads", "traced-*", "--jvm-include",
+                                  "Deselects.*", "--jvm-probe-inlined", "--budget", "off", "--", LOOKBACK_TEST_JAVA,
+                                  "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Deselects", "400"},
+                                 {{"LOOKBACK_JVM_STARTUP_WINDOW", "0"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("deselected true"), std::string::npos) << r.out;
+  const auto dumps = Dumps(dir);
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  const Threads ev = RecordedEvents(dumps[0], {"int Deselects.before(int)", "int Deselects.after(int)"});
+  size_t before = 0, after = 0;
+  for (const auto& [thread, events] : ev) {
+    for (const auto& e : events) ++(e.method == "int Deselects.after(int)" ? after : before);
+  }
+  EXPECT_GT(before, 0u);
+  EXPECT_EQ(after, 0u);
+  const RunResult info = RunProgram({Cli(), "info", dumps[0]});
+  if (HotSpotFastTimeExpected()) {
+    EXPECT_NE(info.out.find("timed records from Java read the TSC"), std::string::npos) << info.out;
+  }
+}
+
 // Thread.setName("START_TRACING") / ("STOP_TRACING:<file>") as Nanoscope's
 // wiki shows, on two threads: each file holds that thread's window only, the
 // names do not change, and LOOKBACK_ENABLED=0 (nothing traced until asked)
@@ -1160,19 +1201,6 @@ TEST_P(JvmFastClock, EveryThreadsCallsEqualGroundTruthWhicheverSideWritesTheReco
 
 INSTANTIATE_TEST_SUITE_P(Writes, JvmFastClock, ::testing::Values("java", "native"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
-
-// Whether HotSpot's JFR fast time is on here: it needs an invariant TSC and a
-// frequency in the CPU's brand string ("@ 2.50GHz": Intel's have one, AMD's
-// not), and then the probe writes timed records itself (jfr_clock.cc).
-bool HotSpotFastTimeExpected() {
-  std::ifstream in("/proc/cpuinfo");
-  bool invariant = false, frequency = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) frequency = frequency || line.find("GHz") != std::string::npos;
-    if (line.rfind("flags", 0) == 0) invariant = invariant || line.find(" nonstop_tsc") != std::string::npos;
-  }
-  return invariant && frequency;
-}
 
 // The exact clock's records written from Java, stamped with
 // jdk.jfr.internal.JVM.counterTime plus HotSpot's epoch, and the natives'

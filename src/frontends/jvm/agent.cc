@@ -647,7 +647,7 @@ jclass DefineProbe(JNIEnv* jni) {
   // Untimed records are the fast clock's; timed ones wait for the JFR clock (StartInline).
   const bool java_writes = rings && g_runtime.clock_group() > 1;
   g_java_rings.direct = java_writes;  // read by the class's initialiser (LookbackProbe.DIRECT)
-  g_java_rings.direct_timed_possible = rings;
+  g_java_rings.direct_timed_possible = rings && g_runtime.any_ring != nullptr;
   SetUpJavaGuards();  // the initialiser reads their address too
   const std::vector<uint8_t> bytes = ProbeClassBytes(HasCarrierThreads(jni));
   if (bytes.empty()) {
@@ -1226,6 +1226,7 @@ bool LoadRuntime() {
   g_runtime.ring_abi = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_ring_abi"));
   g_runtime.clock_group = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_clock_group"));
   g_runtime.fast_ring = reinterpret_cast<int (*)(void**)>(dlsym(loaded, "lb_thread_fast_ring"));
+  g_runtime.any_ring = reinterpret_cast<int (*)(void**)>(dlsym(loaded, "lb_thread_ring"));
   g_runtime.filter_table = reinterpret_cast<const uint64_t* const* (*)()>(dlsym(loaded, "lb_filter_table"));
   g_runtime.register_guards = reinterpret_cast<void (*)(const void*, const void*)>(dlsym(loaded, "lb_pass_register_guards"));
   g_runtime.unregister_guards =

@@ -40,6 +40,7 @@ struct RuntimeApi {
   uint32_t (*ring_abi)() = nullptr;
   uint32_t (*clock_group)() = nullptr;
   int (*fast_ring)(void** ring) = nullptr;
+  int (*any_ring)(void** ring) = nullptr;  // optional: a runtime without it gets no timed records from Java
   const uint64_t* const* (*filter_table)() = nullptr;
   // Per-method guard bytes the budget sets when it sheds (optional: older runtimes lack it).
   void (*register_guards)(const void* begin, const void* end) = nullptr;
@@ -54,7 +55,8 @@ extern RuntimeApi g_runtime;
 // saves the probe a dependent load. Threads whose
 // id is past kCount always take the natives. A thread keeps its ring for its
 // whole life; when the runtime stops it recording, it clears the ring's
-// on-CPU word, which sends the probe to the natives (lb_thread_fast_ring).
+// on-CPU word and sets its next_sync to 0, which sends the probe to the
+// natives (lb_thread_fast_ring, lb_thread_ring).
 struct JavaRingEntry {
   int64_t ring;
   uint64_t on_cpu;

@@ -151,7 +151,9 @@ void BindJavaRing(int64_t tid) {
   JavaRings& rings = g_java_rings;
   if (rings.ring_of == nullptr || tid <= 0 || static_cast<uint64_t>(tid) >= rings.count) return;
   void* ring = nullptr;
-  const int got = g_runtime.fast_ring(&ring);
+  // Any ring once timed records may be written from Java (the runtime then
+  // stops a cached exact ring through its next_sync); else fast-clock ones.
+  const int got = rings.direct_timed_possible ? g_runtime.any_ring(&ring) : g_runtime.fast_ring(&ring);
   if (got == 0) return;  // no ring yet: set up by the record the probe makes next
   // Only the thread itself reads its entry before this store (bind is its
   // own call), so the on-CPU address goes first and the ring after it.

@@ -211,9 +211,9 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
                   "$XDG_CACHE_HOME/lookback/jvm-classes or ~/.cache/lookback/jvm-classes); docs/jvm.md")
       ->check([](const std::string& v) { return v.find(',') == std::string::npos ? "" : "a directory without ','"; });
   sub->add_option("--jvm-writes", o->jvm_writes,
-                  "For a JVM with --clock fast: java (default: the probes write the untimed records between readings "
-                  "themselves) or native (every record through a call into the recorder; agent option writes=); "
-                  "docs/jvm.md")
+                  "For a JVM: java (default: the probes write records themselves, the untimed ones of --clock fast "
+                  "and, with HotSpot's JFR fast time, the exact clock's timed ones) or native (every record through "
+                  "a call into the recorder; agent option writes=); docs/jvm.md")
       ->check(CLI::IsMember({"java", "native"}))
       ->capture_default_str();
 }

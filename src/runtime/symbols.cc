@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/elf_symbols.h"
+
 namespace lookback::rt {
 namespace {
 
@@ -80,63 +82,24 @@ std::string Unqualified(const std::string& s) {
 
 void ScanModule(const Module& m, const std::vector<std::string>& globs, const std::vector<std::string>& cores,
                 std::vector<FunctionMatch>* out) {
-  const int fd = open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
-    close(fd);
-    return;
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED) return;
-  const auto* base = static_cast<const uint8_t*>(map);
-  auto in_file = [&](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
-  Elf64_Ehdr eh;
-  memcpy(&eh, base, sizeof eh);
-  const bool elf64 = memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-                     eh.e_shentsize == sizeof(Elf64_Shdr) && in_file(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr));
-  if (elf64) {
-    const auto* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh.e_shoff);
-    const Elf64_Shdr* symtab = nullptr;
-    for (int pass = 0; pass < 2 && symtab == nullptr; ++pass) {
-      for (unsigned i = 0; i < eh.e_shnum; ++i) {
-        if (sh[i].sh_type == (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM)) symtab = &sh[i];
+  elf::ForEachSymbol(m.path.c_str(), /*dynsym_fallback=*/true, [&](const Elf64_Sym& s, const char* mangled) {
+    const int type = ELF64_ST_TYPE(s.st_info);
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0) return;
+    std::string demangled;
+    for (size_t g = 0; g < globs.size(); ++g) {
+      if (!cores[g].empty() && strstr(mangled, cores[g].c_str()) == nullptr) continue;
+      if (demangled.empty()) {
+        int status = 0;
+        char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+        demangled = status == 0 && d != nullptr ? d : mangled;
+        free(d);
+      }
+      if (FunctionNameMatches(globs[g], demangled) || fnmatch(globs[g].c_str(), mangled, 0) == 0) {
+        out->push_back({m.bias + s.st_value, s.st_size, demangled, g});
+        break;
       }
     }
-    if (symtab != nullptr && symtab->sh_link < eh.e_shnum && in_file(symtab->sh_offset, symtab->sh_size) &&
-        in_file(sh[symtab->sh_link].sh_offset, sh[symtab->sh_link].sh_size)) {
-      const Elf64_Shdr& strtab = sh[symtab->sh_link];
-      const char* strings = reinterpret_cast<const char*>(base + strtab.sh_offset);
-      const size_t nsyms = symtab->sh_size / sizeof(Elf64_Sym);
-      const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + symtab->sh_offset);
-      for (size_t i = 0; i < nsyms; ++i) {
-        const Elf64_Sym& s = syms[i];
-        const int type = ELF64_ST_TYPE(s.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0 ||
-            s.st_name >= strtab.sh_size)
-          continue;
-        const char* mangled = strings + s.st_name;
-        if (strnlen(mangled, strtab.sh_size - s.st_name) == strtab.sh_size - s.st_name) continue;  // unterminated
-        std::string demangled;
-        for (size_t g = 0; g < globs.size(); ++g) {
-          if (!cores[g].empty() && strstr(mangled, cores[g].c_str()) == nullptr) continue;
-          if (demangled.empty()) {
-            int status = 0;
-            char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-            demangled = status == 0 && d != nullptr ? d : mangled;
-            free(d);
-          }
-          if (FunctionNameMatches(globs[g], demangled) || fnmatch(globs[g].c_str(), mangled, 0) == 0) {
-            out->push_back({m.bias + s.st_value, s.st_size, demangled, g});
-            break;
-          }
-        }
-      }
-    }
-  }
-  munmap(map, size);
+  });
 }
 
 }  // namespace

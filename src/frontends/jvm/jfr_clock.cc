@@ -28,19 +28,16 @@
 // before, and the `jvm` note says why.
 #include <dlfcn.h>
 #include <elf.h>
-#include <fcntl.h>
 #include <jni.h>
 #include <jvmti.h>
 #include <link.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <x86intrin.h>
 
 #include <cstring>
 #include <string>
 #include <string_view>
 
+#include "common/elf_symbols.h"
 #include "frontends/jvm/jvm_agent.h"
 
 namespace lookback::jvm {
@@ -64,11 +61,6 @@ int FindLibjvm(dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
-struct Segment {
-  uintptr_t begin = 0, end = 0;
-  bool executable = false;
-};
-
 // Whether [addr, addr + size) lies in one of libjvm's loaded segments (of code, if `code`).
 struct SegmentCheck {
   uintptr_t addr;
@@ -90,8 +82,8 @@ int InSegment(dl_phdr_info* info, size_t, void* data) {
   return 1;
 }
 
-// The symbols wanted, by name, with their values once found (0: not found,
-// or found more than once).
+// The symbols wanted, by name, with their values once found (used only if
+// found exactly once).
 struct Wanted {
   const char* name;
   unsigned type;  // STT_FUNC or STT_OBJECT
@@ -99,70 +91,21 @@ struct Wanted {
   int seen = 0;
 };
 
-// Reads the ELF file's .symtab. Every offset and size is checked against the
-// file's size: the file is the JVM's own library, but a copy replaced on disk
-// since it was loaded must not take the agent down (its symbols are then
-// checked against what they do, steps 2 and 4).
+// Reads the file's .symtab (common/elf_symbols.h: a file replaced on disk
+// since it was loaded is a miss; its symbols are then also checked against
+// what they do, steps 2 and 4).
 bool ReadSymtab(const std::string& path, Wanted* wanted, size_t n, std::string* why) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *why = "cannot open " + path;
-    return false;
-  }
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
-    close(fd);
-    *why = path + " is not an ELF file";
-    return false;
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED) {
-    *why = "cannot map " + path;
-    return false;
-  }
-  const auto* base = static_cast<const uint8_t*>(map);
-  auto fits = [size](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
-  bool ok = false;
-  Elf64_Ehdr eh;
-  memcpy(&eh, base, sizeof eh);
-  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_shentsize != sizeof(Elf64_Shdr) || !fits(eh.e_shoff, uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr))) {
-    *why = path + " is not a 64-bit ELF file with section headers";
-  } else {
-    auto shdr = [&](uint64_t i) {
-      Elf64_Shdr s;
-      memcpy(&s, base + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof s);
-      return s;
-    };
-    *why = path + " has no symbol table (.symtab: stripped)";
-    for (uint64_t i = 0; i < eh.e_shnum; ++i) {
-      const Elf64_Shdr sym = shdr(i);
-      if (sym.sh_type != SHT_SYMTAB || sym.sh_link >= eh.e_shnum || sym.sh_entsize != sizeof(Elf64_Sym)) continue;
-      const Elf64_Shdr str = shdr(sym.sh_link);
-      if (!fits(sym.sh_offset, sym.sh_size) || !fits(str.sh_offset, str.sh_size)) continue;
-      const char* strings = reinterpret_cast<const char*>(base + str.sh_offset);
-      for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= sym.sh_size; off += sizeof(Elf64_Sym)) {
-        Elf64_Sym s;
-        memcpy(&s, base + sym.sh_offset + off, sizeof s);
-        if (s.st_name >= str.sh_size || s.st_value == 0) continue;
-        const char* name = strings + s.st_name;
-        const size_t room = str.sh_size - s.st_name;
-        for (size_t w = 0; w < n; ++w) {
-          const size_t len = strlen(wanted[w].name);
-          if (len < room && memcmp(name, wanted[w].name, len + 1) == 0 && ELF64_ST_TYPE(s.st_info) == wanted[w].type) {
-            wanted[w].value = s.st_value;
-            ++wanted[w].seen;
-          }
-        }
+  const bool read = elf::ForEachSymbol(path.c_str(), /*dynsym_fallback=*/false, [&](const Elf64_Sym& s, const char* name) {
+    if (s.st_value == 0) return;
+    for (size_t w = 0; w < n; ++w) {
+      if (ELF64_ST_TYPE(s.st_info) == wanted[w].type && strcmp(name, wanted[w].name) == 0) {
+        wanted[w].value = s.st_value;
+        ++wanted[w].seen;
       }
-      ok = true;
-      why->clear();
     }
-  }
-  munmap(map, size);
-  return ok;
+  });
+  if (!read) *why = path + " has no symbol table (.symtab: stripped), or cannot be read";
+  return read;
 }
 
 bool InLibjvm(uintptr_t addr, size_t size, bool code) {

@@ -834,6 +834,9 @@ bool DeferralWait(jvmtiEnv* jvmti, uint64_t ms) {
 // doubling intervals up to 5 s, until none is left or the JVM ends (a class
 // whose loading failed is looked for until then, a millisecond's work each
 // time). Once VMDeath has come it parks for good (above).
+void EnableJfrClockNow(jvmtiEnv* jvmti, JNIEnv* jni);
+std::atomic<bool> g_clock_by_deferral{false};  // the deferred thread sets up the JFR clock (StartJfrClock)
+
 void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
   // Not a thread of the program: nothing it runs is recorded.
   g_runtime.thread_disable();
@@ -843,6 +846,9 @@ void JNICALL DeferredRetransformThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
     window_ns = g_defer.window_ns;
   }
   bool running = DeferralWait(jvmti, (window_ns + 999999) / 1000000);
+  // The JFR clock comes with the window's end too (StartJfrClock): one agent
+  // thread fewer, whose start and wait a JVM that ends sooner pays for.
+  if (running && g_clock_by_deferral.load()) EnableJfrClockNow(jvmti, jni);
   std::unordered_set<std::string> names;
   {
     std::lock_guard<std::mutex> lock(g_defer.mutex);
@@ -960,6 +966,15 @@ void JNICALL JfrClockThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
 void StartJfrClock(jvmtiEnv* jvmti, JNIEnv* jni) {
   if (g_stats.java_timed.load() || g_jfr_clock.monitor != nullptr) return;  // (attached again after a detach)
   if (!g_java_rings.direct_timed_possible) return;                         // writes=native: nothing to say
+  {
+    // startup=defer's thread, when it runs, closes the window at the same
+    // moment and sets the clock up then: no second thread.
+    std::lock_guard<std::mutex> lock(g_defer.mutex);
+    if (g_defer.window_ns != 0) {
+      g_clock_by_deferral.store(true);
+      return;
+    }
+  }
   g_jfr_clock.delay_ns = g_live ? 0 : StartupWindowNs();
   if (jvmti->CreateRawMonitor("lookback-clock", &g_jfr_clock.monitor) != JVMTI_ERROR_NONE ||
       !StartAgentThread(jvmti, jni, "lookback-clock", &JfrClockThread, JVMTI_THREAD_MIN_PRIORITY)) {

@@ -34,6 +34,7 @@
 #include <x86intrin.h>
 
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -44,10 +45,25 @@ namespace lookback::jvm {
 
 namespace {
 
+// libjvm.so as loaded: its file, load bias and loadable segments.
 struct LoadedObject {
   std::string path;
   uintptr_t bias = 0;
   bool found = false;
+  struct Segment {
+    uintptr_t begin, end;
+    bool code;
+  } segments[16];
+  size_t n_segments = 0;
+
+  // Whether [addr, addr + size) lies in one segment (of code, if `code`).
+  bool Holds(uintptr_t addr, size_t size, bool code) const {
+    for (size_t i = 0; i < n_segments; ++i) {
+      const Segment& s = segments[i];
+      if (addr >= s.begin && addr + size <= s.end && (!code || s.code)) return true;
+    }
+    return false;
+  }
 };
 
 int FindLibjvm(dl_phdr_info* info, size_t, void* data) {
@@ -58,26 +74,11 @@ int FindLibjvm(dl_phdr_info* info, size_t, void* data) {
   out->path = std::string(name);
   out->bias = info->dlpi_addr;
   out->found = true;
-  return 1;
-}
-
-// Whether [addr, addr + size) lies in one of libjvm's loaded segments (of code, if `code`).
-struct SegmentCheck {
-  uintptr_t addr;
-  size_t size;
-  bool code;
-  bool inside = false;
-};
-
-int InSegment(dl_phdr_info* info, size_t, void* data) {
-  auto* c = static_cast<SegmentCheck*>(data);
-  const std::string_view name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (name.size() < 10 || name.substr(name.size() - 10) != "/libjvm.so") return 0;
-  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum && out->n_segments < std::size(out->segments); ++i) {
     const ElfW(Phdr)& p = info->dlpi_phdr[i];
     if (p.p_type != PT_LOAD) continue;
-    const uintptr_t begin = info->dlpi_addr + p.p_vaddr, end = begin + p.p_memsz;
-    if (c->addr >= begin && c->addr + c->size <= end && (!c->code || (p.p_flags & PF_X) != 0)) c->inside = true;
+    const uintptr_t begin = info->dlpi_addr + p.p_vaddr;
+    out->segments[out->n_segments++] = {begin, begin + p.p_memsz, (p.p_flags & PF_X) != 0};
   }
   return 1;
 }
@@ -106,12 +107,6 @@ bool ReadSymtab(const std::string& path, Wanted* wanted, size_t n, std::string* 
   });
   if (!read) *why = path + " has no symbol table (.symtab: stripped), or cannot be read";
   return read;
-}
-
-bool InLibjvm(uintptr_t addr, size_t size, bool code) {
-  SegmentCheck c{addr, size, code};
-  dl_iterate_phdr(&InSegment, &c);
-  return c.inside;
 }
 
 // Step 4's and step 2's test: `read() + epoch` between two rdtsc reads, every time.
@@ -149,7 +144,7 @@ int64_t FindTscEpoch(std::string* why) {
   }
   const uintptr_t epoch_fn = jvm.bias + wanted[0].value, counter_fn = jvm.bias + wanted[1].value,
                   ft_enabled = jvm.bias + wanted[2].value;
-  if (!InLibjvm(epoch_fn, 1, true) || !InLibjvm(counter_fn, 1, true) || !InLibjvm(ft_enabled, 1, false)) {
+  if (!jvm.Holds(epoch_fn, 1, true) || !jvm.Holds(counter_fn, 1, true) || !jvm.Holds(ft_enabled, 1, false)) {
     *why = "libjvm.so's symbols do not fall in its loaded segments (the file changed since it was loaded?)";
     return 0;
   }

@@ -1270,25 +1270,34 @@ INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("inline", "listener"
 // probed Thread.exit, the agent thread waiting in a condition variable). The
 // gap is read from HotSpot's own log: the final safepoint begins, then its
 // final audit. Sixteen short runs: a gap of 9 ms or more now and then is the
-// machine (a compiler thread busy at exit, a preempted VM thread: 5 of 72
-// runs with both cores busy), in more than half of them the bug (9 of 15).
-// Without -XX:+CriticalJNINatives (which record adds on JDK 17), as on every
-// later JDK and on a user's own -agentpath line.
+// machine (a preempted VM thread), in more than half of them the bug (9 of
+// 15). A compiler thread is in native code while it compiles, so HotSpot
+// waits for a compilation under way at exit too, the agent or not: -Xbatch
+// makes main wait for each of its compilations, which leaves none under way
+// when it exits (a slower CI machine waited in 7 exits of 16 without it).
+// Sixteen plain runs beside them are the control: the agent fails the test
+// only when it waits where the plain JVM does not. Without
+// -XX:+CriticalJNINatives (which record adds on JDK 17), as on every later
+// JDK and on a user's own -agentpath line.
 TEST(JvmExit, HotSpotDoesNotWaitForTheAgentAtTheLastSafepoint) {
   REQUIRE_JVM();
   const std::string cli = Cli();
   const std::string agent = cli.substr(0, cli.rfind('/') + 1) + "liblookback-jvm.so";
   const std::string dir = FreshDir("jvm-exit-wait");
-  int waited = 0, measured = 0;
-  for (int i = 0; i < 16; ++i) {
-    const std::string log = dir + "/hotspot-" + std::to_string(i) + ".log";
-    const std::string dumps = dir + "/dumps-" + std::to_string(i);
-    const RunResult r = RunProgram({LOOKBACK_TEST_JAVA,
-                                    "-Xlog:safepoint=debug,monitorinflation=debug:file=" + log + ":uptimenanos",
-                                    "-agentpath:" + agent + "=dir=" + dumps + ",dump_at_exit=1", "-cp",
-                                    LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "0"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(Dumps(dumps).size(), 1u) << r.err;  // traced, and dumped after the VM was gone
+  // The gap in ns between the last safepoint's start and its final audit; -1
+  // when the log does not show them (another JDK's log).
+  auto exit_gap = [&](int i, bool traced) -> double {
+    const std::string run = dir + (traced ? "/traced-" : "/plain-") + std::to_string(i);
+    const std::string log = run + ".log";
+    std::vector<std::string> argv = {LOOKBACK_TEST_JAVA, "-Xbatch",
+                                     "-Xlog:safepoint=debug,monitorinflation=debug:file=" + log + ":uptimenanos"};
+    if (traced) argv.push_back("-agentpath:" + agent + "=dir=" + run + "-dumps,dump_at_exit=1");
+    for (const char* a : {"-cp", LOOKBACK_TEST_JAVA_CLASSES, "HotLoop", "0"}) argv.push_back(a);
+    const RunResult r = RunProgram(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (traced) {
+      EXPECT_EQ(Dumps(run + "-dumps").size(), 1u) << r.err;  // traced, and dumped after the VM was gone
+    }
     std::ifstream in(log);
     double begun = -1, audited = -1;
     for (std::string line; std::getline(in, line);) {
@@ -1297,13 +1306,22 @@ TEST(JvmExit, HotSpotDoesNotWaitForTheAgentAtTheLastSafepoint) {
       if (line.find("Safepoint synchronization initiated") != std::string::npos) begun = ns;
       if (line.find("Starting the final audit") != std::string::npos && begun >= 0) audited = ns;
     }
-    if (begun < 0 || audited < 0) continue;  // another JDK's log
+    return begun < 0 || audited < 0 ? -1 : audited - begun;
+  };
+  int waited = 0, measured = 0, plain_waited = 0;
+  std::string gaps;
+  for (int i = 0; i < 16; ++i) {
+    const double traced = exit_gap(i, true), plain = exit_gap(i, false);
+    if (traced < 0) continue;
     ++measured;
-    if (audited - begun >= 9e6) ++waited;
+    if (traced >= 9e6) ++waited;
+    if (plain >= 9e6) ++plain_waited;
+    gaps += " " + std::to_string(static_cast<int>(traced / 1e3)) + "/" + std::to_string(static_cast<int>(plain / 1e3));
   }
   if (measured == 0) GTEST_SKIP() << "this JDK's log does not show its last safepoint";
-  EXPECT_LT(waited * 16, measured * 7) << waited << " of " << measured
-                                       << " exits waited 10 ms for a thread in native code";
+  EXPECT_FALSE(waited * 16 >= measured * 7 && waited >= plain_waited + 4)
+      << waited << " of " << measured << " exits waited 10 ms for a thread in native code, against " << plain_waited
+      << " without the agent; gaps in us, traced/plain:" << gaps;
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #   inline         lookback record (the agent, inline mode; methods C2 always
 #                  inlines get no probes, docs/jvm.md): the default settings, budget 3 %
 #   nobudget       the same with --budget off (every call recorded)
+#   budget1        the same with --budget 1 (a third of the default's share of CPU)
 #   nohistory      default settings with --history off: the budget alone, without the
 #                  default floor of 2 s of history per ring (the default before 2026-11-27)
 #   inline-all     the same with --jvm-probe-inlined (every method probed)
@@ -99,6 +100,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
       case $mode in
         inline | listener) flags=(--jvm-mode "$mode") ;;
         nobudget) flags=(--budget off) ;;
+        budget1) flags=(--budget 1) ;;
         nohistory) flags=(--history off) ;;
         inline-all) flags=(--jvm-probe-inlined) ;;
         fast) flags=(--clock fast) ;;

@@ -482,6 +482,10 @@ bool Deferred(JNIEnv* jni, jclass redefined, jobject loader, const char* name) {
 
 void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv* jni, jclass redefined, jobject loader, const char* name, jobject,
                              jint len, const unsigned char* data, jint* new_len, unsigned char** new_data) {
+  if (name != nullptr && strcmp(name, "java/lang/VirtualThread$VThreadContinuation") == 0 &&
+      !g_stats.virtual_threads.exchange(true)) {
+    g_stats.Publish();
+  }
   if (!g_probe_ready.load(std::memory_order_acquire) || name == nullptr || NeverRewritten(name)) return;
   if (InLauncherWindow(jni, redefined, loader, name) || Deferred(jni, redefined, loader, name)) return;
   timespec t0, t1;

@@ -195,6 +195,11 @@ struct AgentStats {
   std::atomic<bool> java_timed{false};  // LookbackProbe writes the exact path's timed records too (jfr_clock.cc)
   std::string jfr_clock_off;             // why not, under error_mutex (empty: not tried, or on)
   std::atomic<bool> java_writes{false};  // LookbackProbe writes untimed records itself (writes=java and the runtime allows it)
+  // The program ran a virtual thread (JDK 21 and later): the JDK loads
+  // java.lang.VirtualThread$VThreadContinuation for the first one it starts
+  // (java.lang.VirtualThread itself is loaded at every start). Its calls are
+  // recorded in its carrier threads' rings (docs/jvm.md, "Virtual threads").
+  std::atomic<bool> virtual_threads{false};
   std::atomic<uint64_t> skipped[kSkipReasonCount] = {};  // by SkipReason
   // The overhead budget (shed.cc): methods without probes now because it shed
   // them, classes retransformed to take probes out or put them back, in how

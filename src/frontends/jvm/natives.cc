@@ -339,6 +339,11 @@ std::string AgentStats::Summary() {
     s += "; " + std::to_string(deferred) +
          " JDK classes loaded in the start-up window get their probes when it closes (startup=defer; jvm-deferred says when)";
   }
+  if (virtual_threads.load()) {
+    s += "; virtual threads ran: each one's calls are recorded in the rings of the carrier threads it ran on, so a "
+         "frame across an unmount (a park, a sleep, blocking I/O) ends on another carrier or closes another virtual "
+         "thread's frame of the same method there, and its time is not exact (docs/jvm.md, \"Virtual threads\")";
+  }
   const uint64_t hooked = classes_rewritten.load() + classes_unchanged.load() + classes_failed.load();
   const uint64_t hits = cache_hits.load();
   s += "; class hook: " + std::to_string(hooked) + " classes in " + std::to_string(hook_ns.load() / 1000000) + " ms, " +

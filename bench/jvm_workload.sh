@@ -37,6 +37,9 @@
 #                  classes keep their code (what their probes cost)
 #   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
 #   MODE-base      MODE with the lookback of BASE_BUILD (another build, for an A/B in one run)
+# SCALE (default 1): rhino and h2 do SCALE times their work in one JVM (rhino's
+# mixed.js runs 4*SCALE rounds; h2 runs its script SCALE times, dropping every table
+# between), so that the JIT's warm-up weighs less: a long-running program's cost.
 # WARMUP (default 1): untimed runs of each traced mode first, since the class cache
 # is keyed by the agent's build and the first runs after a rebuild parse every class.
 # Prints the median wall time and peak RSS per mode, the median of its per-round
@@ -50,6 +53,8 @@ set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 rounds=${2:-3}
 workload=${WORKLOAD:-javac}
+scale=${SCALE:-1}
+[[ $scale =~ ^[1-9][0-9]*$ ]] || { echo "SCALE must be a whole number of at least 1, not '$scale'" >&2; exit 2; }
 work=${LOOKBACK_JVM_WORKLOAD:-/tmp/lookback-jvm-workload}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 lb=$build/lookback
@@ -71,17 +76,27 @@ case $workload in
     [[ -r $jar ]] || { echo "rhino is not installed (apt-get install rhino)" >&2; exit 1; }
     echo "workload: Rhino $(dpkg-query -W -f '${Version}' rhino 2>/dev/null) running bench/workloads/mixed.js"
     printf 'print("hello")\n' > "$work/hello.js"
-    main=(-cp "$jar" org.mozilla.javascript.tools.shell.Main "$here/workloads/mixed.js" 4)
+    main=(-cp "$jar" org.mozilla.javascript.tools.shell.Main "$here/workloads/mixed.js" $((4 * scale)))
     hello=(-cp "$jar" org.mozilla.javascript.tools.shell.Main "$work/hello.js") ;;
   h2)
     jar=/usr/share/java/h2.jar
     [[ -r $jar ]] || { echo "H2 is not installed (apt-get install libh2-java)" >&2; exit 1; }
     echo "workload: H2 $(dpkg-query -W -f '${Version}' libh2-java 2>/dev/null) running bench/workloads/h2.sql in memory"
     echo 'SELECT 1;' > "$work/hello.sql"
-    main=(-cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:bench -script "$here/workloads/h2.sql" -showResults)
+    script=$here/workloads/h2.sql
+    if (( scale > 1 )); then
+      script=$work/h2-x$scale.sql
+      mkdir -p "$work"
+      for ((i = 0; i < scale; i++)); do cat "$here/workloads/h2.sql"; echo 'DROP ALL OBJECTS;'; done > "$script"
+    fi
+    main=(-cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:bench -script "$script" -showResults)
     hello=(-cp "$jar" org.h2.tools.RunScript -url jdbc:h2:mem:hello -script "$work/hello.sql" -showResults) ;;
   *) echo "WORKLOAD must be javac, rhino or h2, not '$workload'" >&2; exit 2 ;;
 esac
+if (( scale > 1 )); then
+  [[ $workload != javac ]] || { echo "SCALE applies to rhino and h2, not javac" >&2; exit 2; }
+  echo "scale: $scale times the work in one JVM"
+fi
 
 run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
   local mode=$1 dir="$work/dumps-$1" tool=$lb

@@ -989,9 +989,9 @@ void StartJfrClock(jvmtiEnv* jvmti, JNIEnv* jni) {
 
 // At VMDeath. The thread is not woken: woken, it would run in native code
 // for a moment while HotSpot's last safepoint begins, which then waits 10 ms
-// for it (JvmExit.HotSpotDoesNotWaitForTheAgentAtTheLastSafepoint failed 7
-// times in 16 when this notified it); still waiting, it is blocked, and it
-// parks for good if its wait ends before the process does.
+// for it (JvmExit.HotSpotDoesNotWaitForTheAgentAtTheLastSafepoint); still
+// waiting, it is blocked, and it parks for good if its wait ends before the
+// process does.
 void StopJfrClockStart() { g_jfr_clock.vm_dead.store(true); }
 
 bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {

@@ -35,6 +35,9 @@
 #                  thread traced (what the probes' presence alone costs)
 #   nojdk          default settings with --jvm-exclude java.*, jdk.*, sun.*: the JDK's own
 #                  classes keep their code (what their probes cost)
+#   nomemory       default settings with --jvm-shed-memory off: every run starts with every
+#                  probe, as before 2026-11-28 (the default remembers what earlier runs of the
+#                  program shed, in ~/.cache/lookback/jvm-shed; WARMUP runs fill it)
 #   listener       lookback record --jvm-mode listener (only with LISTENER=1: slow)
 #   MODE-base      MODE with the lookback of BASE_BUILD (another build, for an A/B in one run)
 # SCALE (default 1): rhino and h2 do SCALE times their work in one JVM (rhino's
@@ -127,6 +130,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
         sync) flags=(--jvm-startup sync) ;;
         skip) flags=(--jvm-startup skip) ;;
         nojdk) flags=(--jvm-exclude "java.*" --jvm-exclude "jdk.*" --jvm-exclude "sun.*") ;;
+        nomemory) flags=(--jvm-shed-memory off) ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
       esac
       env "${envs[@]}" /usr/bin/time -f "%e %M" -o "$t" "$tool" record -q --dir "$dir" "${flags[@]}" -- java "${main[@]}" \

@@ -43,6 +43,22 @@ size_t lb_shed_keys(uint64_t* out, size_t max) LOOKBACK_API;
  * unsets it. */
 void lb_set_shed_listener(void (*listener)(void)) LOOKBACK_API;
 
+/* The JVM agent's shed memory (docs/jvm.md, "The shed memory"): a front-end
+ * that remembers, per program, the functions the budget shed in earlier runs
+ * may leave them without trace points from the start.
+ * lb_budget_on: 1 when the overhead budget is on, else 0 (then nothing may be
+ * left out this way).
+ * lb_shed_remembered: `key` has no trace points in this run because an earlier
+ * run shed it, at the given calls per second of CPU time and mean duration (0:
+ * not measured). Dumps list it as shed from now on, by thread 0 (an earlier
+ * run); it never comes back during this run. Returns 0, or -1 when the budget
+ * is off (the front-end must then trace it).
+ * lb_shed_figures: for a key shed now, its rate and mean duration when it was
+ * shed, and 0; -1 if it is not shed. */
+int lb_budget_on(void) LOOKBACK_API;
+int lb_shed_remembered(uint64_t key, uint64_t calls_per_s, uint64_t mean_ns) LOOKBACK_API;
+int lb_shed_figures(uint64_t key, uint64_t* calls_per_s, uint64_t* mean_ns) LOOKBACK_API;
+
 /* Ask lookback's control thread to write a dump of every ring now. Returns at
  * once: 0 if the request was queued, -1 if lookback is not running or 16
  * requests are already waiting. A request still queued when the process

@@ -160,9 +160,12 @@ void PrintBudget(const format::Dump& d, symbolize::Symbolizer& sym) {
     const format::ShedInfo& f = b.shed[i];
     std::string when = "since " + ago(f.at_ns);
     if (f.until_ns != 0) when = "from " + ago(f.at_ns) + " to " + ago(f.until_ns);
-    fmt::print("                {}  {}; then {} calls/s{}, thread {}\n", sym.Name(f.key), when,
+    // Thread 0: an earlier run of the program shed it, and this one gave it
+    // no trace points from its start (the JVM agent's shed memory).
+    const std::string by = f.tid != 0 ? fmt::format("thread {}", f.tid) : std::string("in an earlier run (shed memory)");
+    fmt::print("                {}  {}; then {} calls/s{}, {}\n", sym.Name(f.key), when,
                HumanRate(static_cast<double>(f.calls_per_s)),
-               f.mean_ns != 0 ? ", mean " + HumanNs(static_cast<double>(f.mean_ns)) : std::string(), f.tid);
+               f.mean_ns != 0 ? ", mean " + HumanNs(static_cast<double>(f.mean_ns)) : std::string(), by);
   }
   if (b.shed.size() > kShown) fmt::print("                ... {} more (lookback sql: SELECT * FROM shed)\n", b.shed.size() - kShown);
 }

@@ -53,6 +53,7 @@ std::vector<std::string> JvmFlags(const RecordOptions& o, const std::string& age
   if (o.jvm_startup != "defer") agent_options += ",startup=" + o.jvm_startup;
   if (o.jvm_writes != "java") agent_options += ",writes=" + o.jvm_writes;
   if (!o.jvm_cache.empty()) agent_options += ",cache=" + o.jvm_cache;
+  if (!o.jvm_shed_memory.empty()) agent_options += ",shed_memory=" + o.jvm_shed_memory;
   return {"-agentpath:" + agent + "=" + agent_options};
 }
 

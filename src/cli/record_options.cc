@@ -210,6 +210,11 @@ void AddRecorderFlags(CLI::App* sub, const std::shared_ptr<RecordOptions>& o) {
                   "For a JVM: the directory of the cache of rewritten classes, or off (agent option cache=; default "
                   "$XDG_CACHE_HOME/lookback/jvm-classes or ~/.cache/lookback/jvm-classes); docs/jvm.md")
       ->check([](const std::string& v) { return v.find(',') == std::string::npos ? "" : "a directory without ','"; });
+  sub->add_option("--jvm-shed-memory", o->jvm_shed_memory,
+                  "For a JVM: the directory of the shed memory (the methods the overhead budget shed in earlier runs "
+                  "of the same program get no probes from the start), or off (agent option shed_memory=; default "
+                  "$XDG_CACHE_HOME/lookback/jvm-shed or ~/.cache/lookback/jvm-shed); docs/jvm.md")
+      ->check([](const std::string& v) { return v.find(',') == std::string::npos ? "" : "a directory without ','"; });
   sub->add_option("--jvm-writes", o->jvm_writes,
                   "For a JVM: java (default: the probes write records themselves, the untimed ones of --clock fast "
                   "and, with HotSpot's JFR fast time, the exact clock's timed ones) or native (every record through "

@@ -27,6 +27,7 @@ struct RecordOptions {
   bool jvm_probe_inlined = false;  // probes in methods C2 always inlines too (agent option inlined=probe)
   std::string jvm_startup = "defer";  // agent option startup=: defer, skip, sync or async (docs/jvm.md)
   std::string jvm_cache;             // agent option cache=: a directory or off; empty: the agent's default
+  std::string jvm_shed_memory;       // agent option shed_memory=: a directory or off; empty: the agent's default
   std::string jvm_writes = "java";   // agent option writes=: java or native (docs/jvm.md)
   // Trigger flags: variable -> value, checked by the runtime's own parser.
   std::map<std::string, std::string> triggers;

@@ -61,6 +61,10 @@ struct Budget {
   TracePointCost cost;
   std::unordered_map<uint32_t, ThreadState> threads;
   std::vector<ShedFunction> history;  // every shed, in order; until_ns set when it came back
+  // Shed from the start because an earlier run of the program shed them
+  // (lb_shed_remembered: the JVM agent's shed memory): never in `shed` (the
+  // front-end gave them no trace points), never brought back, tid 0 in dumps.
+  std::vector<ShedFunction> remembered;
   std::vector<uint64_t> shed;         // sorted: what is shed now
   uint64_t calm_since_ns = 0;         // every thread under a quarter of the budget since (0: not calm)
   uint32_t returns = 0;               // times BringBack ran: each doubles the calm it waits for
@@ -536,6 +540,12 @@ std::vector<std::pair<std::string, std::string>> BudgetMetadata() {
   if (!threads.empty()) m.emplace_back(format::metadata::kBudgetThreads, threads);
   std::string shed;
   char line[160];
+  for (const ShedFunction& f : b.remembered) {
+    snprintf(line, sizeof line, "%llx %llu 0 %llu %llu 0\n", static_cast<unsigned long long>(f.key),
+             static_cast<unsigned long long>(f.at_ns), static_cast<unsigned long long>(f.calls_per_s),
+             static_cast<unsigned long long>(f.mean_ns));
+    shed += line;
+  }
   for (const ShedFunction& f : b.history) {
     snprintf(line, sizeof line, "%llx %llu %llu %llu %llu %u\n", static_cast<unsigned long long>(f.key),
              static_cast<unsigned long long>(f.at_ns), static_cast<unsigned long long>(f.until_ns),
@@ -554,6 +564,35 @@ size_t lb_shed_keys(uint64_t* out, size_t max) {
   const std::vector<uint64_t> keys = lookback::rt::ShedKeys();
   for (size_t i = 0; i < keys.size() && i < max && out != nullptr; ++i) out[i] = keys[i];
   return keys.size();
+}
+
+int lb_budget_on(void) { return lookback::rt::BudgetOn() ? 1 : 0; }
+
+int lb_shed_remembered(uint64_t key, uint64_t calls_per_s, uint64_t mean_ns) {
+  using namespace lookback::rt;
+  if (!BudgetOn() || key == 0) return -1;
+  ShedFunction f;
+  f.key = key;
+  f.at_ns = MonotonicNs();
+  f.calls_per_s = calls_per_s;
+  f.mean_ns = mean_ns;
+  Budget& b = B();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  b.remembered.push_back(f);
+  return 0;
+}
+
+int lb_shed_figures(uint64_t key, uint64_t* calls_per_s, uint64_t* mean_ns) {
+  using namespace lookback::rt;
+  Budget& b = B();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  for (auto it = b.history.rbegin(); it != b.history.rend(); ++it) {
+    if (it->key != key || it->until_ns != 0) continue;
+    if (calls_per_s != nullptr) *calls_per_s = it->calls_per_s;
+    if (mean_ns != nullptr) *mean_ns = it->mean_ns;
+    return 0;
+  }
+  return -1;
 }
 
 void lb_set_shed_listener(void (*listener)(void)) {

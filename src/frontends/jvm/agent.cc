@@ -110,6 +110,9 @@ struct Options {
   // cache=DIR|off: the cache of rewritten classes (class_cache.h); empty: the
   // default, $XDG_CACHE_HOME/lookback/jvm-classes or ~/.cache/lookback/jvm-classes.
   std::string cache;
+  // shed_memory=DIR|off: the shed memory (shed_memory.cc); empty: the
+  // default, $XDG_CACHE_HOME/lookback/jvm-shed or ~/.cache/lookback/jvm-shed.
+  std::string shed_memory;
   std::vector<std::pair<std::string, std::string>> runtime;  // LOOKBACK_<KEY>, value
   std::string error;
 };
@@ -218,6 +221,8 @@ Options ParseOptions(const char* text) {
       either("java", "native", &o.java_writes);
     } else if (key == "cache") {
       o.cache = value;
+    } else if (key == "shed_memory") {
+      o.shed_memory = value;
     } else if (key == "include" || key == "exclude") {
       size_t p = 0;
       while (p <= value.size()) {
@@ -516,8 +521,13 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
     if (hook_only || !(every_method || Selected(JavaClassName(cls) + "." + std::string(method)))) return std::nullopt;
     return NewMethod(cls, method, desc);
   };
-  // Methods the overhead budget shed get no probes (shed.cc).
-  if (!hook_only) req.shed = IsShed;
+  // Methods the overhead budget shed get no probes (shed.cc), nor those it
+  // shed in earlier runs of the program (shed_memory.cc).
+  if (!hook_only) {
+    req.shed = [](std::string_view cls, std::string_view method, std::string_view desc) {
+      return IsShed(cls, method, desc) || IsRemembered(cls, method, desc);
+    };
+  }
   // The cache, for a class none of whose methods is shed (its rewrite then
   // depends on the budget's state, not only on the class and the options).
   ClassCache* cache = hook_only || g_cache.off.load(std::memory_order_relaxed) || ClassHasShed(name)
@@ -526,7 +536,13 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
   CacheKey key;
   std::optional<RewriteResult> replayed;
   if (cache != nullptr) {
-    key = ClassCacheKey(g_cache.fingerprint, std::span<const uint8_t>(data, static_cast<size_t>(len)));
+    // A class with remembered methods is rewritten without their probes:
+    // their names are part of its key.
+    const std::string remembered = RememberedOf(name);
+    key = remembered.empty()
+              ? ClassCacheKey(g_cache.fingerprint, std::span<const uint8_t>(data, static_cast<size_t>(len)))
+              : ClassCacheKey(g_cache.fingerprint + ";remembered=" + remembered,
+                              std::span<const uint8_t>(data, static_cast<size_t>(len)));
     if (std::optional<CacheEntry> e = cache->Load(key)) {
       // Ids for its methods, as NewMethod would give them; if they no longer
       // fit the cached sipush sites, the reserved ids stay unused.
@@ -552,6 +568,7 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
   }
   if (!r.changed) return;
   if (!hook_only) {
+    AnnounceRemembered(name, &NewMethod);
     RegisterGuards(r.traced);
     NoteTraced(std::move(r.class_name), std::move(r.traced));  // (r's bytes are all that is used below)
   }
@@ -1146,6 +1163,7 @@ void JNICALL OnVMDeath(jvmtiEnv*, JNIEnv* jni) {
   StopJfrClockStart();
   g_stats.Publish();     // the exit dump's counts, exact
   StopShedding();
+  SaveShedMemory();
   WaitForNanoscopeFlushes();
   FinishCacheWrites();
 }
@@ -1165,6 +1183,7 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
     // Before any class is rewritten: the shed thread must know every id (its
     // Thread object is made while Thread's code has no probes yet).
     StartShedding(jvmti, jni);
+    OpenShedMemory(jvmti, g_options.shed_memory);
     StartInline(jvmti, jni);
   } else {
     if (g_probe_class == nullptr) StartRenameHook(jvmti, jni);
@@ -1241,6 +1260,9 @@ bool LoadRuntime() {
   // Optional (older runtimes have no budget): without them shed methods keep their probes.
   g_runtime.shed_keys = reinterpret_cast<size_t (*)(uint64_t*, size_t)>(dlsym(loaded, "lb_shed_keys"));
   g_runtime.set_shed_listener = reinterpret_cast<void (*)(void (*)())>(dlsym(loaded, "lb_set_shed_listener"));
+  g_runtime.budget_on = reinterpret_cast<int (*)()>(dlsym(loaded, "lb_budget_on"));
+  g_runtime.shed_remembered = reinterpret_cast<int (*)(uint64_t, uint64_t, uint64_t)>(dlsym(loaded, "lb_shed_remembered"));
+  g_runtime.shed_figures = reinterpret_cast<int (*)(uint64_t, uint64_t*, uint64_t*)>(dlsym(loaded, "lb_shed_figures"));
   // Optional (older runtimes): without them the probe calls the natives for every record.
   g_runtime.ring_abi = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_ring_abi"));
   g_runtime.clock_group = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_clock_group"));

@@ -36,6 +36,10 @@ struct RuntimeApi {
   // The overhead budget's shed set (optional: older runtimes lack them; shed.cc).
   size_t (*shed_keys)(uint64_t* out, size_t max) = nullptr;
   void (*set_shed_listener)(void (*listener)(void)) = nullptr;
+  // The shed memory (optional: older runtimes lack them; shed_memory.cc).
+  int (*budget_on)() = nullptr;
+  int (*shed_remembered)(uint64_t key, uint64_t calls_per_s, uint64_t mean_ns) = nullptr;
+  int (*shed_figures)(uint64_t key, uint64_t* calls_per_s, uint64_t* mean_ns) = nullptr;
   // For the probe's direct writes (optional: without them every record goes through enter/exit).
   uint32_t (*ring_abi)() = nullptr;
   uint32_t (*clock_group)() = nullptr;
@@ -169,6 +173,27 @@ bool IsShed(std::string_view class_name, std::string_view method_name, std::stri
 bool ClassHasShed(std::string_view class_name);
 void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni);
 void StopShedding();
+// The Java methods shed now, by identity (for the shed memory at exit).
+struct ShedMethodNow {
+  uint64_t key;
+  std::string cls, name, descriptor;
+};
+std::vector<ShedMethodNow> ShedMethodsNow();
+
+// The shed memory (shed_memory.cc, docs/jvm.md "The shed memory"): the
+// methods the budget shed in earlier runs of this program get no probes
+// from the start. OpenShedMemory at VMInit (inline mode), before the hook
+// rewrites a class; IsRemembered for the hook's rewrite; RememberedOf for
+// the class cache's key (the class's remembered methods, "" for none);
+// AnnounceRemembered names each of the class's remembered methods once
+// and tells the runtime they are shed (lb_shed_remembered); SaveShedMemory
+// at VMDeath, once the shed thread has stopped.
+void OpenShedMemory(jvmtiEnv* jvmti, const std::string& option);
+bool IsRemembered(std::string_view cls, std::string_view name, std::string_view descriptor);
+std::string RememberedOf(std::string_view cls);
+void AnnounceRemembered(std::string_view cls,
+                        uint32_t (*new_method)(std::string_view cls, std::string_view name, std::string_view desc));
+void SaveShedMemory();
 // The hook may rewrite classes (detach clears it: retransforms then restore).
 bool ProbesReady();
 // java.lang.LookbackProbe (a global reference), once inline mode started; else null.

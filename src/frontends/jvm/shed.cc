@@ -447,6 +447,25 @@ bool ClassHasShed(std::string_view class_name) {
   return cls != 0 && t.applied_classes.count(static_cast<uint32_t>(cls));
 }
 
+std::vector<ShedMethodNow> ShedMethodsNow() {
+  std::vector<ShedMethodNow> out;
+  if (!g_shedding.load(std::memory_order_acquire)) return out;
+  const std::vector<uint64_t> keys = ShedKeysNow();
+  MethodTable& t = Table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  Drain(t);
+  for (uint64_t key : keys) {
+    const uint64_t id = key & 0xffffffffu;
+    if (key != MethodKey(static_cast<uint32_t>(id)) || id >= t.by_id.size() || t.by_id[id] == 0) continue;
+    const Identity m = t.by_id[id];
+    const std::string& sig = t.signatures.At(static_cast<uint32_t>(m));
+    const size_t paren = sig.find('(');
+    if (paren == std::string::npos) continue;
+    out.push_back({key, t.classes.At(static_cast<uint32_t>(m >> 32)), sig.substr(0, paren), sig.substr(paren)});
+  }
+  return out;
+}
+
 void StartShedding(jvmtiEnv* jvmti, JNIEnv* jni) {
   static bool started = false;  // VMInit or the first attach; a later attach finds it running
   if (started) {

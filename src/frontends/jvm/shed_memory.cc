@@ -1,0 +1,274 @@
+// The shed memory (docs/jvm.md, "The shed memory"). A method the overhead
+// budget sheds is one that costs most for the least information, and on the
+// JVM its probes cost even once shed: they are compiled into every method
+// that inlines it, with tracing on or off, and the JIT compiles them at every
+// tier (the `idle` mode of bench/jvm_workload.sh). A program sheds much the
+// same methods each time it runs (Rhino's 516 were all of the next run's
+// too), so the agent remembers them per program and gives them no probes
+// from the start; the runtime lists them in every dump as shed, by thread 0
+// (an earlier run), with the rate and mean duration they had when shed.
+//
+//   VMInit    OpenShedMemory: the program's identity (its main class or jar,
+//             class path, java.home, and the budget's settings), hashed, names
+//             the file; its entries are read once, before any class is rewritten,
+//             and never change (the hook reads them without a lock)
+//   hook      IsRemembered (the rewrite leaves the method as it is),
+//             RememberedOf (the class cache's key), AnnounceRemembered (an id
+//             and a name for each, and lb_shed_remembered, once per method)
+//   VMDeath   SaveShedMemory: what the budget sheds now (kRememberRuns
+//             runs to come) and the entries read (one run fewer), to a
+//             temporary file renamed over the old one
+//
+// Only with the budget on: with --budget off every method is traced.
+#include <errno.h>
+#include <fcntl.h>
+#include <jvmti.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#define XXH_INLINE_ALL  // header only: no symbol of libxxhash's is exported from the agent
+#include <xxhash.h>
+
+#include "frontends/jvm/jvm_agent.h"
+#include "frontends/jvm/shed_memory_file.h"
+
+namespace lookback::jvm {
+namespace {
+
+struct Memory {
+  bool on = false;
+  bool asked = false;  // the user named the directory: problems are said
+  uint64_t hash = 0;
+  std::string dir, path, program;
+  std::vector<RememberedMethod> methods;                        // as read; never changed after OpenShedMemory
+  std::unique_ptr<std::atomic<bool>[]> announced;               // per method: named and told to the runtime
+  std::map<std::string, std::vector<uint32_t>, std::less<>> by_class;  // class -> indexes into methods
+  std::atomic<uint64_t> announced_count{0};
+};
+
+Memory& M() {
+  static Memory* m = new Memory;  // never destroyed: the hook may run during exit
+  return *m;
+}
+
+std::string Property(jvmtiEnv* jvmti, const char* name) {
+  char* v = nullptr;
+  if (jvmti->GetSystemProperty(name, &v) != JVMTI_ERROR_NONE || v == nullptr) return {};
+  std::string s(v);
+  jvmti->Deallocate(reinterpret_cast<unsigned char*>(v));
+  return s;
+}
+
+// The directory, made 0700 if missing; refused when another user owns it or
+// others may write to it (its files decide what is traced).
+bool UsableDir(const std::string& dir, std::string* why) {
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at == dir.size() || dir[at] == '/') {
+      const std::string part = dir.substr(0, at);
+      if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+        *why = "cannot create " + part + ": " + strerror(errno);
+        return false;
+      }
+    }
+  }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *why = dir + " is not a directory";
+    return false;
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+    *why = dir + " belongs to another user or others may write to it";
+    return false;
+  }
+  return true;
+}
+
+std::string ReadFile(const std::string& path, bool* too_big) {
+  std::string s;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return s;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    s.append(buf, static_cast<size_t>(n));
+    if (s.size() > kShedMemoryMaxBytes) {
+      *too_big = true;
+      break;
+    }
+  }
+  close(fd);
+  return s;
+}
+
+std::string Note() {
+  Memory& m = M();
+  return std::to_string(m.methods.size()) + " methods the overhead budget shed in earlier runs of this program have no "
+         "probes from the start (" + std::to_string(m.announced_count.load()) +
+         " in classes loaded so far; listed as shed by thread 0); each is measured again after " +
+         std::to_string(kRememberRuns) + " runs; --jvm-shed-memory off (agent option shed_memory=off) traces them; " +
+         m.path;
+}
+
+}  // namespace
+
+void OpenShedMemory(jvmtiEnv* jvmti, const std::string& option) {
+  static bool opened = false;  // VMInit, or the first attach
+  if (opened) return;
+  opened = true;
+  Memory& m = M();
+  if (option == "off") return;
+  if (g_runtime.budget_on == nullptr || g_runtime.shed_remembered == nullptr || g_runtime.shed_figures == nullptr ||
+      g_runtime.budget_on() == 0) {
+    return;  // an older runtime, or --budget off: every method is traced
+  }
+  m.asked = !option.empty();
+  m.dir = option;
+  if (m.dir.empty()) {
+    const char* xdg = getenv("XDG_CACHE_HOME");
+    const char* home = getenv("HOME");
+    if (xdg != nullptr && xdg[0] == '/') {
+      m.dir = std::string(xdg) + "/lookback/jvm-shed";
+    } else if (home != nullptr && home[0] == '/') {
+      m.dir = std::string(home) + "/.cache/lookback/jvm-shed";
+    } else {
+      return;
+    }
+  }
+  std::string why;
+  if (!UsableDir(m.dir, &why)) {
+    if (m.asked) Say("the shed memory is off: " + why);
+    return;
+  }
+  // The program: what java was asked to run (its main class, module/class or
+  // jar, without the arguments), where its classes come from, which JDK, and
+  // what decides what the budget sheds.
+  std::string command = Property(jvmti, "sun.java.command");
+  command = command.substr(0, command.find(' '));
+  std::string id = "command=" + command + "\nclasspath=" + Property(jvmti, "java.class.path") +
+                   "\njava.home=" + Property(jvmti, "java.home");
+  for (const char* var : {"LOOKBACK_BUDGET", "LOOKBACK_HISTORY", "LOOKBACK_CLOCK", "LOOKBACK_SLOW_CALL",
+                          "LOOKBACK_CONFIG", "LOOKBACK_BUFFER_SIZE"}) {
+    const char* v = getenv(var);
+    id += std::string("\n") + var + "=" + (v != nullptr ? v : "");
+  }
+  m.hash = XXH3_64bits(id.data(), id.size());
+  m.program = command;
+  char name[32];
+  snprintf(name, sizeof name, "/%016" PRIx64 ".txt", m.hash);
+  m.path = m.dir + name;
+  bool too_big = false;
+  const std::string text = ReadFile(m.path, &too_big);
+  if (!text.empty() || too_big) {
+    std::string error;
+    std::optional<std::vector<RememberedMethod>> read =
+        too_big ? std::nullopt : ParseShedMemory(text, m.hash, &error);
+    if (too_big) error = "larger than 16 MiB";
+    if (read) {
+      m.methods = std::move(*read);
+    } else {
+      Say("the shed memory " + m.path + " is not usable (" + error + "): starting without it; it is written anew at exit");
+    }
+  }
+  m.announced = std::make_unique<std::atomic<bool>[]>(m.methods.size());
+  for (size_t i = 0; i < m.methods.size(); ++i) m.by_class[m.methods[i].cls].push_back(static_cast<uint32_t>(i));
+  m.on = true;
+  if (!m.methods.empty() && g_runtime.set_note != nullptr) g_runtime.set_note("jvm-shed-memory", Note().c_str());
+}
+
+bool IsRemembered(std::string_view cls, std::string_view name, std::string_view descriptor) {
+  Memory& m = M();
+  if (!m.on || m.methods.empty()) return false;
+  auto it = m.by_class.find(cls);
+  if (it == m.by_class.end()) return false;
+  for (uint32_t i : it->second) {
+    if (m.methods[i].name == name && m.methods[i].descriptor == descriptor) return true;
+  }
+  return false;
+}
+
+std::string RememberedOf(std::string_view cls) {
+  Memory& m = M();
+  std::string s;
+  if (!m.on || m.methods.empty()) return s;
+  auto it = m.by_class.find(cls);
+  if (it == m.by_class.end()) return s;
+  std::set<std::string> sigs;
+  for (uint32_t i : it->second) sigs.insert(m.methods[i].name + m.methods[i].descriptor);
+  for (const std::string& sig : sigs) s += sig + '\n';
+  return s;
+}
+
+void AnnounceRemembered(std::string_view cls,
+                        uint32_t (*new_method)(std::string_view cls, std::string_view name, std::string_view desc)) {
+  Memory& m = M();
+  if (!m.on || m.methods.empty()) return;
+  auto it = m.by_class.find(cls);
+  if (it == m.by_class.end()) return;
+  bool any = false;
+  for (uint32_t i : it->second) {
+    if (m.announced[i].exchange(true)) continue;
+    const RememberedMethod& r = m.methods[i];
+    const uint32_t id = new_method(r.cls, r.name, r.descriptor);
+    g_runtime.shed_remembered(MethodKey(id), r.calls_per_s, r.mean_ns);
+    m.announced_count.fetch_add(1, std::memory_order_relaxed);
+    any = true;
+  }
+  if (any && g_runtime.set_note != nullptr) g_runtime.set_note("jvm-shed-memory", Note().c_str());
+}
+
+void SaveShedMemory() {
+  Memory& m = M();
+  if (!m.on) return;
+  if (g_runtime.set_note != nullptr && !m.methods.empty()) g_runtime.set_note("jvm-shed-memory", Note().c_str());
+  // Shed in this run: remembered for kRememberRuns runs; the rest one run fewer.
+  std::vector<RememberedMethod> next;
+  std::set<std::string> seen;
+  for (const ShedMethodNow& s : ShedMethodsNow()) {
+    RememberedMethod r;
+    r.cls = s.cls;
+    r.name = s.name;
+    r.descriptor = s.descriptor;
+    r.runs_left = kRememberRuns;
+    g_runtime.shed_figures(s.key, &r.calls_per_s, &r.mean_ns);
+    if (seen.insert(r.cls + ';' + r.name + ';' + r.descriptor).second) next.push_back(std::move(r));
+  }
+  for (const RememberedMethod& old : m.methods) {
+    if (old.runs_left <= 1 || !seen.insert(old.cls + ';' + old.name + ';' + old.descriptor).second) continue;
+    RememberedMethod r = old;
+    --r.runs_left;
+    next.push_back(std::move(r));
+  }
+  if (next.empty() && m.methods.empty()) return;  // nothing to remember, and no file to update
+  const std::string text = FormatShedMemory(m.hash, next);
+  const std::string tmp = m.path + "." + std::to_string(getpid()) + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0;
+  for (size_t at = 0; ok && at < text.size();) {
+    const ssize_t n = write(fd, text.data() + at, text.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) at += static_cast<size_t>(n);
+  }
+  const int write_errno = errno;
+  if (fd >= 0 && close(fd) != 0) ok = false;
+  if (ok && rename(tmp.c_str(), m.path.c_str()) != 0) ok = false;
+  if (!ok) {
+    unlink(tmp.c_str());
+    // The old file stays as it was: the next run applies it again.
+    if (m.asked) Say("cannot write the shed memory " + m.path + ": " + strerror(write_errno != 0 ? write_errno : errno));
+  }
+}
+
+}  // namespace lookback::jvm

@@ -5,6 +5,7 @@
 // CPU time, and what the budget did is read from the dump itself.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1070,6 +1071,116 @@ TEST(BudgetJvm, CodeCompiledWhileAMethodWasFoldedRecordsItOnceItIsBack) {
   EXPECT_GT(later, 0u) << per_key << "\n" << RunProgram({Cli(), "info", Dumps(dir + "/dumps").at(0)}).out;
   const std::string note = d.metadata.count("note.jvm") ? d.metadata.at("note.jvm") : "";
   EXPECT_NE(note.find(" classes retransformed for it"), std::string::npos) << note;
+}
+
+// The shed memory (docs/jvm.md, "The shed memory"): what the budget shed in
+// a program's run gets no probes from the start of its next run. The first
+// run records step() until the budget sheds it (by the main thread); the
+// second records none of its calls, and its dump names it as shed, by thread
+// 0 (an earlier run), with the first run's rate and mean. With the memory off
+// or the budget off, step() is probed again; a damaged memory file is said,
+// ignored and written anew. The program computes the same in every run.
+TEST(BudgetJvm, ASecondRunStartsWithoutTheProbesOfWhatTheFirstShed) {
+  if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  const std::string dir = FreshDir("budget_jvm_memory");
+  const std::string memory = dir + "/memory";
+  auto run = [&](const std::string& name, std::vector<std::string> flags) {
+    const std::string d = dir + "/" + name;
+    mkdir(d.c_str(), 0700);
+    flags.insert(flags.end(), {"--jvm-include", "HotLoop.*"});
+    Recorded r = RecordJava(d, flags, {"HotLoop", "1.5"});
+    EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
+    EXPECT_EQ(Dumps(d + "/dumps").size(), 1u) << r.run.err;
+    return r;
+  };
+  struct Step {
+    const format::ShedInfo* shed = nullptr;
+    size_t entries = 0;
+  };
+  auto step_of = [](const format::Dump& d) {
+    Step s;
+    symbolize::Symbolizer sym(d);
+    for (const format::ShedInfo& f : d.budget.shed) {
+      if (sym.Name(f.key) == "int HotLoop.step(int)") s.shed = &f;
+    }
+    for (const auto& t : d.threads) {
+      model::DecodeThread(d, t, [&](const model::Event& e) {
+        if (e.kind != model::EventKind::kEnter) return;
+        s.entries += sym.Name(e.key) == "int HotLoop.step(int)";
+      });
+    }
+    return s;
+  };
+  auto output_form = [](const std::string& out) {  // "work N SUM": the sum per call is what must not change
+    long calls = 0, sum = 0;
+    return sscanf(out.c_str(), "work %ld sum %ld", &calls, &sum) == 2 && calls > 0 ? sum / calls : -1;
+  };
+  auto ReadFile = [](const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+
+  const Recorded first = run("first", {"--jvm-shed-memory", memory});
+  const Step s1 = step_of(first.dump);
+  ASSERT_NE(s1.shed, nullptr) << RunProgram({Cli(), "info", Dumps(dir + "/first/dumps")[0]}).out;
+  EXPECT_NE(s1.shed->tid, 0u);
+  EXPECT_GT(s1.entries, 0u);
+  const std::vector<std::string> files = ListFiles(memory);
+  ASSERT_EQ(files.size(), 1u);
+  const std::string file = memory + "/" + files[0];
+  EXPECT_NE(ReadFile(file).find("HotLoop;step;(I)I\n"), std::string::npos) << ReadFile(file);
+
+  const Recorded second = run("second", {"--jvm-shed-memory", memory});
+  const Step s2 = step_of(second.dump);
+  const std::string info = RunProgram({Cli(), "info", Dumps(dir + "/second/dumps")[0]}).out;
+  ASSERT_NE(s2.shed, nullptr) << info;
+  EXPECT_EQ(s2.shed->tid, 0u) << info;
+  EXPECT_EQ(s2.shed->until_ns, 0u) << info;
+  EXPECT_EQ(s2.shed->calls_per_s, s1.shed->calls_per_s) << "the first run's figures";
+  EXPECT_EQ(s2.shed->mean_ns, s1.shed->mean_ns);
+  EXPECT_EQ(s2.entries, 0u) << "step() had no probes";
+  EXPECT_NE(info.find("int HotLoop.step(int)  since "), std::string::npos) << info;
+  EXPECT_NE(info.find("in an earlier run (shed memory)"), std::string::npos) << info;
+  const std::string note = second.dump.metadata.count("note.jvm-shed-memory") ? second.dump.metadata.at("note.jvm-shed-memory") : "";
+  EXPECT_NE(note.find("have no probes from the start"), std::string::npos) << info;
+  EXPECT_GT(output_form(first.run.out), 0) << first.run.out;
+  EXPECT_EQ(output_form(second.run.out), output_form(first.run.out)) << first.run.out << second.run.out;
+  // The sql export carries it as a shed row of thread 0.
+  const std::string db = dir + "/second.db";
+  ASSERT_EQ(RunProgram({Cli(), "sql", "-q", "-o", db, Dumps(dir + "/second/dumps")[0]}).exit_code, 0);
+  const Rows rows = Db(db).Query("SELECT count(*) FROM shed s JOIN functions f ON f.dump_id = s.dump_id AND "
+                                 "f.function_id = s.function_id WHERE f.name = 'int HotLoop.step(int)' AND s.tid = 0");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], "1");
+
+  for (const auto& [name, flags] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"off", {"--jvm-shed-memory", "off"}}, {"nobudget", {"--jvm-shed-memory", memory, "--budget", "off"}}}) {
+    SCOPED_TRACE(name);
+    const Recorded r = run(name, flags);
+    // Probed again: shed by the thread that recorded it (the ring may have
+    // wrapped since), or, without the budget, recorded to the end.
+    const Step s = step_of(r.dump);
+    if (name == "off") {
+      ASSERT_NE(s.shed, nullptr);
+      EXPECT_NE(s.shed->tid, 0u);
+    } else {
+      EXPECT_EQ(s.shed, nullptr);
+      EXPECT_GT(s.entries, 0u);
+    }
+    EXPECT_EQ(r.dump.metadata.count("note.jvm-shed-memory"), 0u);
+  }
+
+  // Damaged: said, ignored (step() is probed and shed by the thread again), written anew.
+  { std::ofstream(file, std::ios::trunc) << "lookback-shed-memory 1 zz\n16 1 1 HotLoop;step\n"; }
+  const Recorded damaged = run("damaged", {"--jvm-shed-memory", memory});
+  EXPECT_NE(damaged.run.err.find("is not usable"), std::string::npos) << damaged.run.err;
+  const Step s3 = step_of(damaged.dump);
+  ASSERT_NE(s3.shed, nullptr);
+  EXPECT_NE(s3.shed->tid, 0u);
+  EXPECT_EQ(ReadFile(file).rfind("lookback-shed-memory 1 ", 0), 0u) << ReadFile(file);
+  EXPECT_NE(ReadFile(file).find("HotLoop;step;(I)I\n"), std::string::npos) << ReadFile(file);
 }
 
 }  // namespace

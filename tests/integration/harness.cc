@@ -19,6 +19,11 @@
 
 namespace lookback::testing {
 namespace {
+// Every test expects its program's run to be a first run: the JVM agent's
+// shed memory (docs/jvm.md, "The shed memory") would start a program's later
+// runs without the probes of what its earlier ones shed. The memory's own
+// tests name a directory of their own (--jvm-shed-memory DIR beats this).
+const bool kNoShedMemory = [] { return setenv("LOOKBACK_JVM_SHED_MEMORY", "off", 0) == 0; }();
 std::string Slurp(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;

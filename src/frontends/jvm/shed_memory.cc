@@ -123,11 +123,15 @@ std::string Note() {
 
 }  // namespace
 
-void OpenShedMemory(jvmtiEnv* jvmti, const std::string& option) {
+void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option) {
   static bool opened = false;  // VMInit, or the first attach
   if (opened) return;
   opened = true;
   Memory& m = M();
+  // The agent option, else LOOKBACK_JVM_SHED_MEMORY (the test suite turns it
+  // off: its programs run again and again, each test expecting a first run).
+  std::string option = agent_option;
+  if (const char* v = getenv("LOOKBACK_JVM_SHED_MEMORY"); option.empty() && v != nullptr) option = v;
   if (option == "off") return;
   if (g_runtime.budget_on == nullptr || g_runtime.shed_remembered == nullptr || g_runtime.shed_figures == nullptr ||
       g_runtime.budget_on() == 0) {

@@ -1125,8 +1125,7 @@ TEST(BudgetJvm, ASecondRunStartsWithoutTheProbesOfWhatTheFirstShed) {
   const Recorded first = run("first", {"--jvm-shed-memory", memory});
   const Step s1 = step_of(first.dump);
   ASSERT_NE(s1.shed, nullptr) << RunProgram({Cli(), "info", Dumps(dir + "/first/dumps")[0]}).out;
-  EXPECT_NE(s1.shed->tid, 0u);
-  EXPECT_GT(s1.entries, 0u);
+  EXPECT_NE(s1.shed->tid, 0u) << "shed by the thread that recorded it (the ring may have wrapped since)";
   const std::vector<std::string> files = ListFiles(memory);
   ASSERT_EQ(files.size(), 1u);
   const std::string file = memory + "/" + files[0];

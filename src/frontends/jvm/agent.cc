@@ -1183,7 +1183,13 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
     // Before any class is rewritten: the shed thread must know every id (its
     // Thread object is made while Thread's code has no probes yet).
     StartShedding(jvmti, jni);
-    OpenShedMemory(jvmti, g_options.shed_memory);
+    // The method globs are part of the program's identity: a remembered
+    // method must be one this run would trace.
+    std::string globs = "include=";
+    for (const std::string& g : g_options.include) globs += g + ';';
+    globs += " exclude=";
+    for (const std::string& g : g_options.exclude) globs += g + ';';
+    OpenShedMemory(jvmti, g_options.shed_memory, globs);
     StartInline(jvmti, jni);
   } else {
     if (g_probe_class == nullptr) StartRenameHook(jvmti, jni);

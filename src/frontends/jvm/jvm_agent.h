@@ -188,7 +188,7 @@ std::vector<ShedMethodNow> ShedMethodsNow();
 // AnnounceRemembered names each of the class's remembered methods once
 // and tells the runtime they are shed (lb_shed_remembered); SaveShedMemory
 // at VMDeath, once the shed thread has stopped.
-void OpenShedMemory(jvmtiEnv* jvmti, const std::string& option);
+void OpenShedMemory(jvmtiEnv* jvmti, const std::string& option, const std::string& globs);
 bool IsRemembered(std::string_view cls, std::string_view name, std::string_view descriptor);
 std::string RememberedOf(std::string_view cls);
 void AnnounceRemembered(std::string_view cls,

@@ -9,7 +9,7 @@
 // (an earlier run), with the rate and mean duration they had when shed.
 //
 //   VMInit    OpenShedMemory: the program's identity (its main class or jar,
-//             class path, java.home, and the budget's settings), hashed, names
+//             class path, java.home, the method globs and the budget's settings), hashed, names
 //             the file; its entries are read once, before any class is rewritten,
 //             and never change (the hook reads them without a lock)
 //   hook      IsRemembered (the rewrite leaves the method as it is),
@@ -123,7 +123,7 @@ std::string Note() {
 
 }  // namespace
 
-void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option) {
+void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option, const std::string& globs) {
   static bool opened = false;  // VMInit, or the first attach
   if (opened) return;
   opened = true;
@@ -161,7 +161,7 @@ void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option) {
   std::string command = Property(jvmti, "sun.java.command");
   command = command.substr(0, command.find(' '));
   std::string id = "command=" + command + "\nclasspath=" + Property(jvmti, "java.class.path") +
-                   "\njava.home=" + Property(jvmti, "java.home");
+                   "\njava.home=" + Property(jvmti, "java.home") + "\n" + globs;
   for (const char* var : {"LOOKBACK_BUDGET", "LOOKBACK_HISTORY", "LOOKBACK_CLOCK", "LOOKBACK_SLOW_CALL",
                           "LOOKBACK_CONFIG", "LOOKBACK_BUFFER_SIZE"}) {
     const char* v = getenv(var);

@@ -93,6 +93,29 @@ bool UsableDir(const std::string& dir, std::string* why) {
   return true;
 }
 
+// The class path with every entry made absolute (realpath, else joined to
+// the working directory): `-cp .` in two directories is two programs.
+std::string AbsoluteClassPath(const std::string& cp) {
+  std::string out;
+  char cwd[4096];
+  const bool have_cwd = getcwd(cwd, sizeof cwd) != nullptr;
+  size_t at = 0;
+  while (at <= cp.size()) {
+    size_t colon = cp.find(':', at);
+    if (colon == std::string::npos) colon = cp.size();
+    std::string entry = cp.substr(at, colon - at);
+    if (char* real = realpath(entry.empty() ? "." : entry.c_str(), nullptr)) {
+      entry = real;
+      free(real);
+    } else if (have_cwd && (entry.empty() || entry[0] != '/')) {
+      entry = std::string(cwd) + "/" + entry;
+    }
+    out += entry + ':';
+    at = colon + 1;
+  }
+  return out;
+}
+
 std::string ReadFile(const std::string& path, bool* too_big) {
   std::string s;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -160,7 +183,8 @@ void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option, const std:
   // what decides what the budget sheds.
   std::string command = Property(jvmti, "sun.java.command");
   command = command.substr(0, command.find(' '));
-  std::string id = "command=" + command + "\nclasspath=" + Property(jvmti, "java.class.path") +
+  std::string id = "command=" + command + "\nclasspath=" + AbsoluteClassPath(Property(jvmti, "java.class.path")) +
+                   "\nmodulepath=" + AbsoluteClassPath(Property(jvmti, "jdk.module.path")) +
                    "\njava.home=" + Property(jvmti, "java.home") + "\n" + globs;
   for (const char* var : {"LOOKBACK_BUDGET", "LOOKBACK_HISTORY", "LOOKBACK_CLOCK", "LOOKBACK_SLOW_CALL",
                           "LOOKBACK_CONFIG", "LOOKBACK_BUFFER_SIZE"}) {

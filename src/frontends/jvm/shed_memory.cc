@@ -97,6 +97,7 @@ bool UsableDir(const std::string& dir, std::string* why) {
 // the working directory): `-cp .` in two directories is two programs.
 std::string AbsoluteClassPath(const std::string& cp) {
   std::string out;
+  if (cp.empty()) return out;  // no path at all (an empty entry in one is the working directory)
   char cwd[4096];
   const bool have_cwd = getcwd(cwd, sizeof cwd) != nullptr;
   size_t at = 0;

@@ -45,7 +45,7 @@
 # between), so that the JIT's warm-up weighs less: a long-running program's cost.
 # WARMUP (default 1): untimed runs of each traced mode first, since the class cache
 # is keyed by the agent's build and the first runs after a rebuild parse every class.
-# Prints the median wall time and peak RSS per mode, the median of its per-round
+# Prints the median wall time, CPU time (user+sys) and peak RSS per mode, the median of its per-round
 # ratio to plain (the rounds of this host vary more than the modes), trace points per second
 # (records written = events in the exit dump + records overwritten), the exit
 # dump's size, the budget's own estimate for the busiest thread and the time
@@ -101,7 +101,7 @@ if (( scale > 1 )); then
   echo "scale: $scale times the work in one JVM"
 fi
 
-run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
+run() {  # mode -> "wall_s rss_kb cpu_s records dump_bytes estimate span"
   local mode=$1 dir="$work/dumps-$1" tool=$lb
   if [[ $mode == *-base ]]; then
     [[ -n $base_lb ]] || { echo "mode $mode needs BASE_BUILD" >&2; exit 2; }
@@ -113,7 +113,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
   case $mode in
     plain | nocds)
       [[ $mode == nocds ]] && flags=(-Xshare:off)
-      /usr/bin/time -f "%e %M" -o "$t" java "${flags[@]}" "${main[@]}" >/dev/null 2>&1 ;;
+      /usr/bin/time -f "%e %M %U %S" -o "$t" java "${flags[@]}" "${main[@]}" >/dev/null 2>&1 ;;
     *)
       case $mode in
         inline | listener) flags=(--jvm-mode "$mode") ;;
@@ -133,7 +133,7 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
         nomemory) flags=(--jvm-shed-memory off) ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
       esac
-      env "${envs[@]}" /usr/bin/time -f "%e %M" -o "$t" "$tool" record -q --dir "$dir" "${flags[@]}" -- java "${main[@]}" \
+      env "${envs[@]}" /usr/bin/time -f "%e %M %U %S" -o "$t" "$tool" record -q --dir "$dir" "${flags[@]}" -- java "${main[@]}" \
         >/dev/null 2>&1 ;;
   esac
   local records=0 bytes=0 estimate=- span=-
@@ -148,12 +148,12 @@ run() {  # mode -> "wall_s rss_kb records dump_bytes estimate span"
         if (k == 3) { e += v[2]; l += v[3] } } END { printf "%d", e + l }')
     read -r estimate span < <(bench_busiest_thread "$lb" "$dump")
   fi
-  echo "$(cat "$t") $records $bytes $estimate $span"
+  echo "$(awk '{ printf "%s %s %.2f", $1, $2, $3 + $4 }' "$t") $records $bytes $estimate $span"
 }
 
 # shellcheck source=bench/busiest_thread.sh
 source "$(dirname "${BASH_SOURCE[0]}")/busiest_thread.sh"
-declare -A wall rss recs bytes est spans
+declare -A wall rss cpu recs bytes est spans
 read -r -a modes <<< "${MODES:-plain nocds inline nobudget inline-all fast}"
 [[ ${LISTENER:-0} == 1 ]] && modes+=(listener)
 "$(dirname "${BASH_SOURCE[0]}")/machine_header.sh" "$build"
@@ -165,17 +165,17 @@ for ((r = 1; r <= ${WARMUP:-1}; r++)); do
 done
 for ((r = 1; r <= rounds; r++)); do
   for m in "${modes[@]}"; do
-    read -r w k n b e s < <(run "$m")
-    wall[$m]+="$w " rss[$m]+="$k " recs[$m]+="$n " bytes[$m]+="$b " est[$m]+="$e " spans[$m]+="$s "
-    echo "round $r $m: wall ${w}s rss ${k}KiB records $n dump ${b}B estimate $e ring span ${s}s" >&2
+    read -r w k c n b e s < <(run "$m")
+    wall[$m]+="$w " rss[$m]+="$k " cpu[$m]+="$c " recs[$m]+="$n " bytes[$m]+="$b " est[$m]+="$e " spans[$m]+="$s "
+    echo "round $r $m: wall ${w}s cpu ${c}s rss ${k}KiB records $n dump ${b}B estimate $e ring span ${s}s" >&2
   done
   echo "round $r/$rounds done" >&2
 done
 median() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 base=$(echo "${wall[plain]:-}" | median)
 echo
-echo "| mode | wall, s (median of $rounds) | vs plain | per-round ratio to plain, median | budget's estimate, busiest thread | its ring holds, s | peak RSS, MiB | trace points/s | exit dump, MiB |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| mode | wall, s (median of $rounds) | vs plain | per-round ratio to plain, median | CPU (user+sys), s | per-round CPU ratio | budget's estimate, busiest thread | its ring holds, s | peak RSS, MiB | trace points/s | exit dump, MiB |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for m in "${modes[@]}"; do
   w=$(echo "${wall[$m]}" | median)
   k=$(echo "${rss[$m]}" | median)
@@ -186,12 +186,18 @@ for m in "${modes[@]}"; do
   # Round by round, this mode's wall time over plain's.
   ratio=$(paste -d ' ' <(echo "${wall[$m]}" | tr ' ' '\n' | { grep -v '^$' || true; }) \
     <(echo "${wall[plain]:-}" | tr ' ' '\n' | { grep -v '^$' || true; }) | awk '$2 > 0 { printf "%f ", $1 / $2 }' | median)
-  awk -v m="$m" -v w="$w" -v base="$base" -v ratio="${ratio:-0}" -v k="$k" -v n="$n" -v b="$b" -v e="${e:--}" -v s="${s:--}" 'BEGIN {
+  c=$(echo "${cpu[$m]}" | median)
+  # The same for CPU time, which this host's steal disturbs less than wall time
+  # (the JIT's threads are in it: compiling the probes is part of their cost).
+  cratio=$(paste -d ' ' <(echo "${cpu[$m]}" | tr ' ' '\n' | { grep -v '^$' || true; }) \
+    <(echo "${cpu[plain]:-}" | tr ' ' '\n' | { grep -v '^$' || true; }) | awk '$2 > 0 { printf "%f ", $1 / $2 }' | median)
+  awk -v m="$m" -v w="$w" -v base="$base" -v ratio="${ratio:-0}" -v c="$c" -v cratio="${cratio:-0}" -v k="$k" -v n="$n" -v b="$b" -v e="${e:--}" -v s="${s:--}" 'BEGIN {
     tps = "-"; mib = "-"
     if (n > 0) tps = sprintf("%.1f M", n / w / 1e6)
     if (b > 0) mib = sprintf("%.1f", b / 1048576)
     vs = base > 0 ? sprintf("%.2fx", w / base) : "-"; pr = ratio > 0 ? sprintf("%.2fx", ratio) : "-"
-    printf "| %s | %.2f | %s | %s | %s | %s | %.0f | %s | %s |\n", m, w, vs, pr, e, s, k / 1024, tps, mib }'
+    cr = cratio > 0 ? sprintf("%.2fx", cratio) : "-"
+    printf "| %s | %.2f | %s | %s | %.2f | %s | %s | %s | %.0f | %s | %s |\n", m, w, vs, pr, c, cr, e, s, k / 1024, tps, mib }'
 done
 
 # Start-up: the time to the program's first output, plain (CDS on),

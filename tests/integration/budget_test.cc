@@ -1182,5 +1182,38 @@ TEST(BudgetJvm, ASecondRunStartsWithoutTheProbesOfWhatTheFirstShed) {
   EXPECT_NE(ReadFile(file).find("HotLoop;step;(I)I\n"), std::string::npos) << ReadFile(file);
 }
 
+
+// A class whose only probed method the shed memory holds is left exactly as
+// it is in a later run (the rewrite changes nothing): the method must still be
+// named as shed (it was not before the fix, the announcement came only for
+// classes the rewrite changed). ShedAlone$Alone.step() is that method.
+TEST(BudgetJvm, AClassWhoseOnlyProbedMethodIsRememberedNamesItAsShed) {
+  if (NoJvmFor("ShedAlone")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
+  const std::string dir = FreshDir("budget_jvm_memory_alone");
+  const std::string memory = dir + "/memory";
+  std::vector<const format::ShedInfo*> found;
+  for (const std::string run : {"first", "second"}) {
+    SCOPED_TRACE(run);
+    const std::string d = dir + "/" + run;
+    mkdir(d.c_str(), 0700);
+    const Recorded r = RecordJava(d, {"--jvm-shed-memory", memory, "--jvm-include", "ShedAlone*"}, {"ShedAlone", "1"});
+    ASSERT_EQ(r.run.exit_code, 0) << r.run.err;
+    EXPECT_EQ(r.run.out, "per call positive\n");
+    const std::vector<std::string> dumps = Dumps(d + "/dumps");
+    ASSERT_EQ(dumps.size(), 1u);
+    symbolize::Symbolizer sym(r.dump);
+    uint32_t tid = ~0u;
+    for (const format::ShedInfo& f : r.dump.budget.shed) {
+      if (sym.Name(f.key) == "int ShedAlone$Alone.step(int)") tid = f.tid;
+    }
+    ASSERT_NE(tid, ~0u) << RunProgram({Cli(), "info", dumps[0]}).out;
+    if (run == "first") {
+      EXPECT_NE(tid, 0u);
+    } else {
+      EXPECT_EQ(tid, 0u) << "named as shed by the memory";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lookback::testing

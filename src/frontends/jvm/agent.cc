@@ -566,9 +566,11 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
     g_stats.NoteError(name, r.error);
     return;
   }
+  // Named as shed whether or not the class changed: a class whose only
+  // probed method the memory holds is left as it is.
+  if (!hook_only) AnnounceRemembered(name, &NewMethod);
   if (!r.changed) return;
   if (!hook_only) {
-    AnnounceRemembered(name, &NewMethod);
     RegisterGuards(r.traced);
     NoteTraced(std::move(r.class_name), std::move(r.traced));  // (r's bytes are all that is used below)
   }

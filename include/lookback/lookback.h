@@ -56,6 +56,9 @@ void lb_set_shed_listener(void (*listener)(void)) LOOKBACK_API;
  * lb_shed_figures: for a key shed now, its rate and mean duration when it was
  * shed, and 0; -1 if it is not shed. */
 int lb_budget_on(void) LOOKBACK_API;
+/* How many times the budget has judged a thread so far in this process (0: no
+ * thread used enough CPU to be judged: the run measured nothing to remember). */
+uint64_t lb_budget_judgements(void) LOOKBACK_API;
 int lb_shed_remembered(uint64_t key, uint64_t calls_per_s, uint64_t mean_ns) LOOKBACK_API;
 int lb_shed_figures(uint64_t key, uint64_t* calls_per_s, uint64_t* mean_ns) LOOKBACK_API;
 

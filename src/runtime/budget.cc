@@ -65,6 +65,7 @@ struct Budget {
   // (lb_shed_remembered: the JVM agent's shed memory): never in `shed` (the
   // front-end gave them no trace points), never brought back, tid 0 in dumps.
   std::vector<ShedFunction> remembered;
+  uint64_t judgements = 0;            // threads judged, over the process's life (lb_budget_judgements)
   std::vector<uint64_t> shed;         // sorted: what is shed now
   uint64_t calm_since_ns = 0;         // every thread under a quarter of the budget since (0: not calm)
   uint32_t returns = 0;               // times BringBack ran: each doubles the calm it waits for
@@ -400,6 +401,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
       st.estimate_bp = static_cast<uint32_t>(std::min(estimate * 10000, 1e9));
       st.tp_per_s = tp_per_s;
       st.judged = true;
+      ++b.judgements;
       // Calm is judged on the whole estimate, as when those calls were
       // counted: a busy thread whose pass-built shed functions were hot
       // when shed is never calm. Its price is a rate from the time of the
@@ -567,6 +569,12 @@ size_t lb_shed_keys(uint64_t* out, size_t max) {
 }
 
 int lb_budget_on(void) { return lookback::rt::BudgetOn() ? 1 : 0; }
+
+uint64_t lb_budget_judgements(void) {
+  lookback::rt::Budget& b = lookback::rt::B();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  return b.judgements;
+}
 
 int lb_shed_remembered(uint64_t key, uint64_t calls_per_s, uint64_t mean_ns) {
   using namespace lookback::rt;

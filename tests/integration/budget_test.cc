@@ -1084,15 +1084,20 @@ TEST(BudgetJvm, ASecondRunStartsWithoutTheProbesOfWhatTheFirstShed) {
   if (NoJvmFor("HotLoop")) GTEST_SKIP() << "no JDK, no JVM agent, or a sanitized build";
   const std::string dir = FreshDir("budget_jvm_memory");
   const std::string memory = dir + "/memory";
-  auto run = [&](const std::string& name, std::vector<std::string> flags) {
+  auto run = [&](const std::string& name, std::vector<std::string> flags,
+                 const std::map<std::string, std::string>& env = {}) {
     const std::string d = dir + "/" + name;
     mkdir(d.c_str(), 0700);
     flags.insert(flags.end(), {"--jvm-include", "HotLoop.*"});
-    Recorded r = RecordJava(d, flags, {"HotLoop", "1.5"});
+    Recorded r = RecordJava(d, flags, {"HotLoop", env.empty() ? "1.5" : "0.2"}, env);
     EXPECT_EQ(r.run.exit_code, 0) << r.run.err;
-    EXPECT_EQ(Dumps(d + "/dumps").size(), 1u) << r.run.err;
+    if (env.empty()) {
+      EXPECT_EQ(Dumps(d + "/dumps").size(), 1u) << r.run.err;
+    }
     return r;
   };
+  // A run that traces no thread (LOOKBACK_ENABLED=0): the budget judges nothing.
+  const std::map<std::string, std::string> untraced = {{"LOOKBACK_ENABLED", "0"}};
   struct Step {
     const format::ShedInfo* shed = nullptr;
     size_t entries = 0;
@@ -1153,6 +1158,12 @@ TEST(BudgetJvm, ASecondRunStartsWithoutTheProbesOfWhatTheFirstShed) {
                                  "f.function_id = s.function_id WHERE f.name = 'int HotLoop.step(int)' AND s.tid = 0");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][0], "1");
+  // The second run used one of the entry's 16 runs; a run that measured
+  // nothing (no thread judged) uses none.
+  EXPECT_NE(ReadFile(file).find("\n15 "), std::string::npos) << ReadFile(file);
+  const Recorded idle = run("idle", {"--jvm-shed-memory", memory}, untraced);
+  EXPECT_EQ(idle.run.err.find("shed memory"), std::string::npos) << idle.run.err;
+  EXPECT_NE(ReadFile(file).find("\n15 "), std::string::npos) << ReadFile(file);
 
   for (const auto& [name, flags] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"off", {"--jvm-shed-memory", "off"}}, {"nobudget", {"--jvm-shed-memory", memory, "--budget", "off"}}}) {
@@ -1180,6 +1191,14 @@ TEST(BudgetJvm, ASecondRunStartsWithoutTheProbesOfWhatTheFirstShed) {
   EXPECT_NE(s3.shed->tid, 0u);
   EXPECT_EQ(ReadFile(file).rfind("lookback-shed-memory 1 ", 0), 0u) << ReadFile(file);
   EXPECT_NE(ReadFile(file).find("HotLoop;step;(I)I\n"), std::string::npos) << ReadFile(file);
+  // Damaged again, and the run sheds nothing: the file is still replaced, so
+  // the next run says nothing.
+  { std::ofstream(file, std::ios::trunc) << "garbage"; }
+  const Recorded quiet1 = run("quiet1", {"--jvm-shed-memory", memory}, untraced);
+  EXPECT_NE(quiet1.run.err.find("is not usable"), std::string::npos) << quiet1.run.err;
+  EXPECT_EQ(ReadFile(file).rfind("lookback-shed-memory 1 ", 0), 0u) << ReadFile(file);
+  const Recorded quiet2 = run("quiet2", {"--jvm-shed-memory", memory}, untraced);
+  EXPECT_EQ(quiet2.run.err.find("shed memory"), std::string::npos) << quiet2.run.err;
 }
 
 

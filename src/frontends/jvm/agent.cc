@@ -522,10 +522,16 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
     return NewMethod(cls, method, desc);
   };
   // Methods the overhead budget shed get no probes (shed.cc), nor those it
-  // shed in earlier runs of the program (shed_memory.cc).
+  // shed in earlier runs of the program (shed_memory.cc): the rewriter asks
+  // only about methods it would otherwise probe, so those it is told to leave
+  // for the memory are the ones to name as shed.
+  std::vector<std::pair<std::string, std::string>> remembered_hits;  // name, descriptor
   if (!hook_only) {
-    req.shed = [](std::string_view cls, std::string_view method, std::string_view desc) {
-      return IsShed(cls, method, desc) || IsRemembered(cls, method, desc);
+    req.shed = [&remembered_hits](std::string_view cls, std::string_view method, std::string_view desc) {
+      if (IsShed(cls, method, desc)) return true;
+      if (!IsRemembered(cls, method, desc)) return false;
+      remembered_hits.emplace_back(method, desc);
+      return true;
     };
   }
   // The cache, for a class none of whose methods is shed (its rewrite then
@@ -567,8 +573,10 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
     return;
   }
   // Named as shed whether or not the class changed: a class whose only
-  // probed method the memory holds is left as it is.
-  if (!hook_only) AnnounceRemembered(name, &NewMethod);
+  // probed method the memory holds is left as it is. A class replayed from
+  // the cache was rewritten with the same remembered methods (its key holds
+  // them): all of them were left out then.
+  if (!hook_only) AnnounceRemembered(name, replayed ? nullptr : &remembered_hits, &NewMethod);
   if (!r.changed) return;
   if (!hook_only) {
     RegisterGuards(r.traced);
@@ -1191,6 +1199,7 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
     for (const std::string& g : g_options.include) globs += g + ';';
     globs += " exclude=";
     for (const std::string& g : g_options.exclude) globs += g + ';';
+    globs += g_options.probe_inlined ? " inlined=probe" : " inlined=skip";
     OpenShedMemory(jvmti, g_options.shed_memory, globs);
     StartInline(jvmti, jni);
   } else {
@@ -1271,6 +1280,7 @@ bool LoadRuntime() {
   g_runtime.budget_on = reinterpret_cast<int (*)()>(dlsym(loaded, "lb_budget_on"));
   g_runtime.shed_remembered = reinterpret_cast<int (*)(uint64_t, uint64_t, uint64_t)>(dlsym(loaded, "lb_shed_remembered"));
   g_runtime.shed_figures = reinterpret_cast<int (*)(uint64_t, uint64_t*, uint64_t*)>(dlsym(loaded, "lb_shed_figures"));
+  g_runtime.budget_judgements = reinterpret_cast<uint64_t (*)()>(dlsym(loaded, "lb_budget_judgements"));
   // Optional (older runtimes): without them the probe calls the natives for every record.
   g_runtime.ring_abi = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_ring_abi"));
   g_runtime.clock_group = reinterpret_cast<uint32_t (*)()>(dlsym(loaded, "lb_clock_group"));

@@ -40,6 +40,7 @@ struct RuntimeApi {
   int (*budget_on)() = nullptr;
   int (*shed_remembered)(uint64_t key, uint64_t calls_per_s, uint64_t mean_ns) = nullptr;
   int (*shed_figures)(uint64_t key, uint64_t* calls_per_s, uint64_t* mean_ns) = nullptr;
+  uint64_t (*budget_judgements)() = nullptr;
   // For the probe's direct writes (optional: without them every record goes through enter/exit).
   uint32_t (*ring_abi)() = nullptr;
   uint32_t (*clock_group)() = nullptr;
@@ -187,11 +188,14 @@ std::vector<ShedMethodNow> ShedMethodsNow();
 // the class cache's key (the class's remembered methods, "" for none);
 // AnnounceRemembered names each of the class's remembered methods once
 // and tells the runtime they are shed (lb_shed_remembered); SaveShedMemory
-// at VMDeath, once the shed thread has stopped.
+// at VMDeath, once the shed thread has stopped. A later attach with other
+// globs turns the memory off (it was read for the first ones).
 void OpenShedMemory(jvmtiEnv* jvmti, const std::string& option, const std::string& globs);
 bool IsRemembered(std::string_view cls, std::string_view name, std::string_view descriptor);
 std::string RememberedOf(std::string_view cls);
-void AnnounceRemembered(std::string_view cls,
+// `only`: the (name, descriptor) pairs the rewrite left out for the memory
+// (nullptr: all of the class's).
+void AnnounceRemembered(std::string_view cls, const std::vector<std::pair<std::string, std::string>>* only,
                         uint32_t (*new_method)(std::string_view cls, std::string_view name, std::string_view desc));
 void SaveShedMemory();
 // The hook may rewrite classes (detach clears it: retransforms then restore).

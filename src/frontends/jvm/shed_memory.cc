@@ -3,8 +3,9 @@
 // JVM its probes cost even once shed: they are compiled into every method
 // that inlines it, with tracing on or off, and the JIT compiles them at every
 // tier (the `idle` mode of bench/jvm_workload.sh). A program sheds much the
-// same methods each time it runs (Rhino's 516 were all of the next run's
-// too), so the agent remembers them per program and gives them no probes
+// same methods each time it runs (Rhino's script shed 537; the next run,
+// started without them, shed one more), so the agent remembers them per
+// program and gives them no probes
 // from the start; the runtime lists them in every dump as shed, by thread 0
 // (an earlier run), with the rate and mean duration they had when shed.
 //
@@ -16,18 +17,24 @@
 //             RememberedOf (the class cache's key), AnnounceRemembered (an id
 //             and a name for each, and lb_shed_remembered, once per method)
 //   VMDeath   SaveShedMemory: what the budget sheds now (kRememberRuns
-//             runs to come) and the entries read (one run fewer), to a
-//             temporary file renamed over the old one
+//             runs to come) and the entries read (one run fewer, if the
+//             budget judged a thread at all: a run too short to measure
+//             anything, `app --help`, uses nothing up), to a temporary file
+//             renamed over the old one; memories of other programs untouched
+//             for 30 days are removed
 //
 // Only with the budget on: with --budget off every method is traced.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jvmti.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <map>
@@ -48,8 +55,9 @@ namespace {
 struct Memory {
   bool on = false;
   bool asked = false;  // the user named the directory: problems are said
+  bool damaged = false;  // the file did not parse: it is written anew at exit, whatever this run sheds
   uint64_t hash = 0;
-  std::string dir, path, program;
+  std::string dir, path, program, globs;
   std::vector<RememberedMethod> methods;                        // as read; never changed after OpenShedMemory
   std::unique_ptr<std::atomic<bool>[]> announced;               // per method: named and told to the runtime
   std::map<std::string, std::vector<uint32_t>, std::less<>> by_class;  // class -> indexes into methods
@@ -117,6 +125,51 @@ std::string AbsoluteClassPath(const std::string& cp) {
   return out;
 }
 
+// What java was asked to run: sun.java.command's first token, made absolute
+// when it is a file (a jar: `-jar build/app.jar` and `-jar app.jar` from
+// build/ are one program); in source-file mode (`java A.java`, run by the
+// javac launcher) the source file too.
+std::string Command(const std::string& java_command) {
+  auto absolute = [](const std::string& token) {
+    if (char* real = realpath(token.c_str(), nullptr)) {
+      std::string r(real);
+      free(real);
+      return r;
+    }
+    return token;
+  };
+  const size_t sp = java_command.find(' ');
+  std::string first = java_command.substr(0, sp);
+  std::string command = absolute(first);
+  if (first == "jdk.compiler/com.sun.tools.javac.launcher.Main" && sp != std::string::npos) {
+    const std::string rest = java_command.substr(sp + 1);
+    command += " " + absolute(rest.substr(0, rest.find(' ')));
+  }
+  return command;
+}
+
+// Other programs' memories untouched for this long go (a launcher that runs
+// from a fresh temporary path each time makes a new program each time), and
+// temporaries of JVMs that died while writing after an hour.
+constexpr time_t kForgetAfterS = 30 * 24 * 3600;
+void Prune(const Memory& m) {
+  DIR* d = opendir(m.dir.c_str());
+  if (d == nullptr) return;
+  const time_t now = time(nullptr);
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    const bool memory = name.size() == 20 && name.compare(16, 4, ".txt") == 0;
+    const bool tmp = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0 && name[0] == '.';
+    if (!memory && !tmp) continue;
+    const std::string path = m.dir + "/" + name;
+    if (path == m.path) continue;
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (now - st.st_mtime > (memory ? kForgetAfterS : 3600)) unlink(path.c_str());
+  }
+  closedir(d);
+}
+
 std::string ReadFile(const std::string& path, bool* too_big) {
   std::string s;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -148,10 +201,20 @@ std::string Note() {
 }  // namespace
 
 void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option, const std::string& globs) {
-  static bool opened = false;  // VMInit, or the first attach
-  if (opened) return;
-  opened = true;
+  // At VMInit, or at each attach (StartMode runs on one thread at a time).
+  static bool opened = false;
   Memory& m = M();
+  if (opened) {
+    // Attached again: with other globs, what this run sheds is not what the
+    // memory read at first is about (the class cache turns off likewise).
+    if (m.on && globs != m.globs) {
+      m.on = false;
+      Say("attached with other method globs: the shed memory is off for the rest of this JVM");
+    }
+    return;
+  }
+  opened = true;
+  m.globs = globs;
   // The agent option, else LOOKBACK_JVM_SHED_MEMORY (the test suite turns it
   // off: its programs run again and again, each test expecting a first run).
   std::string option = agent_option;
@@ -182,8 +245,7 @@ void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option, const std:
   // The program: what java was asked to run (its main class, module/class or
   // jar, without the arguments), where its classes come from, which JDK, and
   // what decides what the budget sheds.
-  std::string command = Property(jvmti, "sun.java.command");
-  command = command.substr(0, command.find(' '));
+  const std::string command = Command(Property(jvmti, "sun.java.command"));
   std::string id = "command=" + command + "\nclasspath=" + AbsoluteClassPath(Property(jvmti, "java.class.path")) +
                    "\nmodulepath=" + AbsoluteClassPath(Property(jvmti, "jdk.module.path")) +
                    "\njava.home=" + Property(jvmti, "java.home") + "\n" + globs;
@@ -205,8 +267,12 @@ void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option, const std:
         too_big ? std::nullopt : ParseShedMemory(text, m.hash, &error);
     if (too_big) error = "larger than 16 MiB";
     if (read) {
-      m.methods = std::move(*read);
+      std::set<std::string> seen;  // a line twice is one method
+      for (RememberedMethod& r : *read) {
+        if (seen.insert(r.cls + ';' + r.name + ';' + r.descriptor).second) m.methods.push_back(std::move(r));
+      }
     } else {
+      m.damaged = true;
       Say("the shed memory " + m.path + " is not usable (" + error + "): starting without it; it is written anew at exit");
     }
   }
@@ -239,16 +305,20 @@ std::string RememberedOf(std::string_view cls) {
   return s;
 }
 
-void AnnounceRemembered(std::string_view cls,
+void AnnounceRemembered(std::string_view cls, const std::vector<std::pair<std::string, std::string>>* only,
                         uint32_t (*new_method)(std::string_view cls, std::string_view name, std::string_view desc)) {
   Memory& m = M();
-  if (!m.on || m.methods.empty()) return;
+  if (!m.on || m.methods.empty() || (only != nullptr && only->empty())) return;
   auto it = m.by_class.find(cls);
   if (it == m.by_class.end()) return;
   bool any = false;
   for (uint32_t i : it->second) {
-    if (m.announced[i].exchange(true)) continue;
     const RememberedMethod& r = m.methods[i];
+    if (only != nullptr &&
+        std::find(only->begin(), only->end(), std::pair<std::string, std::string>(r.name, r.descriptor)) == only->end()) {
+      continue;  // not in this version of the class, or not one it would probe
+    }
+    if (m.announced[i].exchange(true)) continue;
     const uint32_t id = new_method(r.cls, r.name, r.descriptor);
     g_runtime.shed_remembered(MethodKey(id), r.calls_per_s, r.mean_ns);
     m.announced_count.fetch_add(1, std::memory_order_relaxed);
@@ -261,7 +331,9 @@ void SaveShedMemory() {
   Memory& m = M();
   if (!m.on) return;
   if (g_runtime.set_note != nullptr && !m.methods.empty()) g_runtime.set_note("jvm-shed-memory", Note().c_str());
-  // Shed in this run: remembered for kRememberRuns runs; the rest one run fewer.
+  // Shed in this run: remembered for kRememberRuns runs; the rest one run
+  // fewer, if this run measured anything.
+  const bool measured = g_runtime.budget_judgements == nullptr || g_runtime.budget_judgements() != 0;
   std::vector<RememberedMethod> next;
   std::set<std::string> seen;
   for (const ShedMethodNow& s : ShedMethodsNow()) {
@@ -274,29 +346,32 @@ void SaveShedMemory() {
     if (seen.insert(r.cls + ';' + r.name + ';' + r.descriptor).second) next.push_back(std::move(r));
   }
   for (const RememberedMethod& old : m.methods) {
-    if (old.runs_left <= 1 || !seen.insert(old.cls + ';' + old.name + ';' + old.descriptor).second) continue;
+    if ((measured && old.runs_left <= 1) || !seen.insert(old.cls + ';' + old.name + ';' + old.descriptor).second) continue;
     RememberedMethod r = old;
-    --r.runs_left;
+    if (measured) --r.runs_left;
     next.push_back(std::move(r));
   }
-  if (next.empty() && m.methods.empty()) return;  // nothing to remember, and no file to update
+  Prune(m);
+  // Nothing to remember and no file to update, or nothing changed.
+  if (!m.damaged && (next.empty() ? m.methods.empty() : !measured && next.size() == m.methods.size())) return;
   const std::string text = FormatShedMemory(m.hash, next);
-  const std::string tmp = m.path + "." + std::to_string(getpid()) + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0;
-  for (size_t at = 0; ok && at < text.size();) {
+  // A temporary of our own (mkstemp: JVMs of one program in containers that
+  // share a home may share a pid), then renamed over the memory.
+  std::string tmp = m.dir + "/." + m.path.substr(m.dir.size() + 1) + ".XXXXXX.tmp";
+  const int fd = mkstemps(tmp.data(), 4);
+  int error = fd < 0 ? errno : 0;
+  for (size_t at = 0; error == 0 && at < text.size();) {
     const ssize_t n = write(fd, text.data() + at, text.size() - at);
     if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) at += static_cast<size_t>(n);
+    if (n <= 0) error = n < 0 ? errno : EIO;
+    if (n > 0) at += static_cast<size_t>(n);
   }
-  const int write_errno = errno;
-  if (fd >= 0 && close(fd) != 0) ok = false;
-  if (ok && rename(tmp.c_str(), m.path.c_str()) != 0) ok = false;
-  if (!ok) {
-    unlink(tmp.c_str());
+  if (fd >= 0 && close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && rename(tmp.c_str(), m.path.c_str()) != 0) error = errno;
+  if (error != 0) {
+    if (fd >= 0) unlink(tmp.c_str());
     // The old file stays as it was: the next run applies it again.
-    if (m.asked) Say("cannot write the shed memory " + m.path + ": " + strerror(write_errno != 0 ? write_errno : errno));
+    if (m.asked) Say("cannot write the shed memory " + m.path + ": " + strerror(error));
   }
 }
 

@@ -402,17 +402,10 @@ void OpenClassCache() {
     g_stats.cache_state.store(AgentStats::kCacheOff);
     return;
   }
+  if (dir.empty()) dir = UserCacheDir("jvm-classes");
   if (dir.empty()) {
-    const char* xdg = getenv("XDG_CACHE_HOME");
-    const char* home = getenv("HOME");
-    if (xdg != nullptr && xdg[0] == '/') {
-      dir = std::string(xdg) + "/lookback/jvm-classes";
-    } else if (home != nullptr && home[0] == '/') {
-      dir = std::string(home) + "/.cache/lookback/jvm-classes";
-    } else {
-      g_stats.cache_state.store(AgentStats::kCacheOff);
-      return;
-    }
+    g_stats.cache_state.store(AgentStats::kCacheOff);
+    return;
   }
   // Why it is off is said only when the user named the directory: a
   // read-only home (a container) must not make every JVM print a line.

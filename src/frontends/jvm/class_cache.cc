@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -225,33 +226,32 @@ bool IsPackName(const char* name) {
 
 }  // namespace
 
-ClassCache::ClassCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {
-  if (dir_.empty()) {
-    error_ = "no directory";
-    return;
-  }
-  // mkdir -p, private to the user: entries become code in their JVMs.
-  for (size_t at = 1; at <= dir_.size(); ++at) {
-    if (at != dir_.size() && dir_[at] != '/') continue;
-    const std::string part = dir_.substr(0, at);
-    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-      error_ = "cannot create " + part + ": " + strerror(errno);
-      return;
-    }
+std::string UserCacheDir(std::string_view leaf) {
+  const char* xdg = getenv("XDG_CACHE_HOME");
+  const char* home = getenv("HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/lookback/" + std::string(leaf);
+  if (home != nullptr && home[0] == '/') return std::string(home) + "/.cache/lookback/" + std::string(leaf);
+  return {};
+}
+
+std::string PrivateDir(const std::string& dir) {
+  if (dir.empty()) return "no directory";
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at != dir.size() && dir[at] != '/') continue;
+    const std::string part = dir.substr(0, at);
+    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return "cannot create " + part + ": " + strerror(errno);
   }
   struct stat st {};
-  if (stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    error_ = dir_ + " is not a directory";
-    return;
-  }
-  if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-    error_ = dir_ + " is not the user's own, or others may write to it";
-    return;
-  }
-  if (access(dir_.c_str(), W_OK | X_OK) != 0) {
-    error_ = "cannot write to " + dir_ + ": " + strerror(errno);
-    return;
-  }
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return dir + " is not a directory";
+  if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) return dir + " is not the user's own, or others may write to it";
+  if (access(dir.c_str(), W_OK | X_OK) != 0) return "cannot write to " + dir + ": " + strerror(errno);
+  return {};
+}
+
+ClassCache::ClassCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {
+  // Private to the user: entries become code in their JVMs.
+  error_ = PrivateDir(dir_);
+  if (!error_.empty()) return;
   // Packs, newest first (their names start with the time they were written);
   // temporaries an hour old belong to JVMs that died while writing them.
   std::vector<std::string> packs;

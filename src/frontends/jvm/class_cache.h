@@ -32,6 +32,14 @@
 
 namespace lookback::jvm {
 
+// The agent's directories under the user's cache ($XDG_CACHE_HOME/lookback/LEAF,
+// else ~/.cache/lookback/LEAF); empty when neither is set to an absolute path.
+std::string UserCacheDir(std::string_view leaf);
+// Makes `dir` (mkdir -p, 0700) and checks that it is the user's own and that
+// nobody else may write to it: what the agent keeps there decides what a JVM
+// runs (the class cache) or traces (the shed memory). Empty, or why not.
+std::string PrivateDir(const std::string& dir);
+
 struct CacheKey {
   uint64_t lo = 0, hi = 0;
   std::string Hex() const;

@@ -46,6 +46,7 @@
 #define XXH_INLINE_ALL  // header only: no symbol of libxxhash's is exported from the agent
 #include <xxhash.h>
 
+#include "frontends/jvm/class_cache.h"
 #include "frontends/jvm/jvm_agent.h"
 #include "frontends/jvm/shed_memory_file.h"
 
@@ -57,7 +58,7 @@ struct Memory {
   bool asked = false;  // the user named the directory: problems are said
   bool damaged = false;  // the file did not parse: it is written anew at exit, whatever this run sheds
   uint64_t hash = 0;
-  std::string dir, path, program, globs;
+  std::string dir, path, globs;
   std::vector<RememberedMethod> methods;                        // as read; never changed after OpenShedMemory
   std::unique_ptr<std::atomic<bool>[]> announced;               // per method: named and told to the runtime
   std::map<std::string, std::vector<uint32_t>, std::less<>> by_class;  // class -> indexes into methods
@@ -75,30 +76,6 @@ std::string Property(jvmtiEnv* jvmti, const char* name) {
   std::string s(v);
   jvmti->Deallocate(reinterpret_cast<unsigned char*>(v));
   return s;
-}
-
-// The directory, made 0700 if missing; refused when another user owns it or
-// others may write to it (its files decide what is traced).
-bool UsableDir(const std::string& dir, std::string* why) {
-  for (size_t at = 1; at <= dir.size(); ++at) {
-    if (at == dir.size() || dir[at] == '/') {
-      const std::string part = dir.substr(0, at);
-      if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-        *why = "cannot create " + part + ": " + strerror(errno);
-        return false;
-      }
-    }
-  }
-  struct stat st {};
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    *why = dir + " is not a directory";
-    return false;
-  }
-  if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-    *why = dir + " belongs to another user or others may write to it";
-    return false;
-  }
-  return true;
 }
 
 // The class path with every entry made absolute (realpath, else joined to
@@ -226,19 +203,10 @@ void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option, const std:
   }
   m.asked = !option.empty();
   m.dir = option;
-  if (m.dir.empty()) {
-    const char* xdg = getenv("XDG_CACHE_HOME");
-    const char* home = getenv("HOME");
-    if (xdg != nullptr && xdg[0] == '/') {
-      m.dir = std::string(xdg) + "/lookback/jvm-shed";
-    } else if (home != nullptr && home[0] == '/') {
-      m.dir = std::string(home) + "/.cache/lookback/jvm-shed";
-    } else {
-      return;
-    }
-  }
-  std::string why;
-  if (!UsableDir(m.dir, &why)) {
+  if (m.dir.empty()) m.dir = UserCacheDir("jvm-shed");
+  if (m.dir.empty()) return;
+  // Its files decide what is traced: the class cache's rules (class_cache.h).
+  if (const std::string why = PrivateDir(m.dir); !why.empty()) {
     if (m.asked) Say("the shed memory is off: " + why);
     return;
   }
@@ -255,7 +223,6 @@ void OpenShedMemory(jvmtiEnv* jvmti, const std::string& agent_option, const std:
     id += std::string("\n") + var + "=" + (v != nullptr ? v : "");
   }
   m.hash = XXH3_64bits(id.data(), id.size());
-  m.program = command;
   char name[32];
   snprintf(name, sizeof name, "/%016" PRIx64 ".txt", m.hash);
   m.path = m.dir + name;

@@ -389,6 +389,17 @@ void FinishCacheWrites() {
   if (g_cache.cache->Finish()) g_cache.cache->DropOldest();
 }
 
+// Which methods the hook gives probes, besides the budget: the inlining rule
+// and the method globs. Part of the class cache's key and of the shed
+// memory's program identity.
+std::string MethodSelection() {
+  std::string s = std::string("inlined=") + (g_options.probe_inlined ? "probe" : "skip") + ";include=";
+  for (const std::string& g : g_options.include) s += g + '\n';
+  s += ";exclude=";
+  for (const std::string& g : g_options.exclude) s += g + '\n';
+  return s;
+}
+
 // Called before tracing starts: at VMInit, and at each attach.
 void OpenClassCache() {
   if (g_cache.cache != nullptr || g_stats.cache_state.load() != AgentStats::kCacheUnset) {
@@ -425,12 +436,7 @@ void OpenClassCache() {
   // Everything RewriteInHook's request depends on, besides the class: the
   // build (rewriter and probe class), the probe names, the inlining rule and
   // the method globs. (Shed methods bypass the cache.)
-  std::string fp = "build=" + build + ";probe=" + std::string(kProbeClass) + ";inlined=" +
-                   (g_options.probe_inlined ? "probe" : "skip") + ";include=";
-  for (const std::string& g : g_options.include) fp += g + '\n';
-  fp += ";exclude=";
-  for (const std::string& g : g_options.exclude) fp += g + '\n';
-  g_cache.fingerprint = std::move(fp);
+  g_cache.fingerprint = "build=" + build + ";probe=" + std::string(kProbeClass) + ";" + MethodSelection();
   g_cache.cache = std::move(c);
   g_stats.cache_state.store(AgentStats::kCacheOn);
 }
@@ -538,10 +544,8 @@ void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned c
     // A class with remembered methods is rewritten without their probes:
     // their names are part of its key.
     const std::string remembered = RememberedOf(name);
-    key = remembered.empty()
-              ? ClassCacheKey(g_cache.fingerprint, std::span<const uint8_t>(data, static_cast<size_t>(len)))
-              : ClassCacheKey(g_cache.fingerprint + ";remembered=" + remembered,
-                              std::span<const uint8_t>(data, static_cast<size_t>(len)));
+    key = ClassCacheKey(remembered.empty() ? g_cache.fingerprint : g_cache.fingerprint + ";remembered=" + remembered,
+                        std::span<const uint8_t>(data, static_cast<size_t>(len)));
     if (std::optional<CacheEntry> e = cache->Load(key)) {
       // Ids for its methods, as NewMethod would give them; if they no longer
       // fit the cached sipush sites, the reserved ids stay unused.
@@ -1186,14 +1190,9 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
     // Before any class is rewritten: the shed thread must know every id (its
     // Thread object is made while Thread's code has no probes yet).
     StartShedding(jvmti, jni);
-    // The method globs are part of the program's identity: a remembered
+    // The method selection is part of the program's identity: a remembered
     // method must be one this run would trace.
-    std::string globs = "include=";
-    for (const std::string& g : g_options.include) globs += g + ';';
-    globs += " exclude=";
-    for (const std::string& g : g_options.exclude) globs += g + ';';
-    globs += g_options.probe_inlined ? " inlined=probe" : " inlined=skip";
-    OpenShedMemory(jvmti, g_options.shed_memory, globs);
+    OpenShedMemory(jvmti, g_options.shed_memory, MethodSelection());
     StartInline(jvmti, jni);
   } else {
     if (g_probe_class == nullptr) StartRenameHook(jvmti, jni);

@@ -1105,6 +1105,15 @@ bool StartInline(jvmtiEnv* jvmti, JNIEnv* jni) {
     g_stats.startup_skipped.store(kept);
     return true;
   }
+  // Said first, so that a dump written before the agent thread is done (a
+  // short program's exit, an early trigger) says its start-up classes were
+  // not all traced yet; the thread replaces it when it is done.
+  if (g_runtime.set_note != nullptr) {
+    g_runtime.set_note("jvm-startup",
+                       "the classes loaded before main were still getting their probes on the agent thread "
+                       "lookback-startup when this dump was written: their calls are not in it "
+                       "(startup=async; startup=sync waits for them)");
+  }
   if (!StartAgentThread(jvmti, jni, "lookback-startup", &StartupRetransformThread, JVMTI_THREAD_NORM_PRIORITY)) {
     RetransformLoadedClasses(jvmti, jni);
   }

@@ -179,7 +179,24 @@ Status ReportBuilder::End() {
   if (report_.threads == 0) {
     for (Aside& t : aside_) Rank(t.info.tid, t.info.name, t.accs, t.first, t.last, t.info.cpu_ns, t.cpu_known);
   } else {
-    for (Aside& t : aside_) report_.set_aside.push_back(std::move(t.info));
+    // Threads that waited most of their span are set aside only while
+    // together they did a negligible part of the work (model::SetAsideWaiting):
+    // a pool worker that computed for 7 ms and then parked until the end is
+    // under 2 % of its own span, but its calls are the program's work.
+    std::vector<model::WaitedThread> waited;
+    for (size_t i = 0; i < aside_.size(); ++i) {
+      if (aside_[i].info.why == "waited") waited.push_back({i, aside_[i].info.cpu_ns});
+    }
+    std::vector<bool> rank(aside_.size(), false);
+    for (size_t i : model::RankedAfterAll(waited, report_.thread_cpu_ns)) rank[i] = true;
+    for (size_t i = 0; i < aside_.size(); ++i) {
+      Aside& t = aside_[i];
+      if (rank[i]) {
+        Rank(t.info.tid, t.info.name, t.accs, t.first, t.last, t.info.cpu_ns, t.cpu_known);
+      } else {
+        report_.set_aside.push_back(std::move(t.info));
+      }
+    }
   }
   aside_.clear();
   if (!options_.per_thread) Flush(all_accs_, 0, "");

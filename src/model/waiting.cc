@@ -1,5 +1,7 @@
 #include "model/waiting.h"
 
+#include <algorithm>
+
 #include "symbolize/names.h"
 #include "symbolize/symbolizer.h"
 
@@ -107,6 +109,20 @@ bool IsHousekeepingThread(std::string_view name) {
     if (symbolize::GlobMatch(g, name)) return true;
   }
   return false;
+}
+
+std::vector<size_t> RankedAfterAll(std::vector<WaitedThread> waited, int64_t ranked_cpu_ns) {
+  int64_t total = std::max<int64_t>(0, ranked_cpu_ns);
+  for (const WaitedThread& w : waited) total += std::max<int64_t>(0, w.cpu_ns);
+  std::stable_sort(waited.begin(), waited.end(),
+                   [](const WaitedThread& a, const WaitedThread& b) { return a.cpu_ns < b.cpu_ns; });
+  std::vector<size_t> ranked;
+  int64_t aside = 0;
+  for (const WaitedThread& w : waited) {
+    aside += std::max<int64_t>(0, w.cpu_ns);
+    if (aside * kWaitingShareDivisor > total) ranked.push_back(w.index);
+  }
+  return ranked;
 }
 
 }  // namespace lookback::model

@@ -83,6 +83,12 @@ uint64_t CpuLogTick(uint64_t now_ns) {
       log->pos.store(0, std::memory_order_release);
       log->start_tsc.store(r->start_tsc, std::memory_order_relaxed);
       log->ring.store(r, std::memory_order_release);
+      // Its first reading is the one taken when its ring was set up: a pool
+      // worker that works for a few ms at its start and then waits until the
+      // end would otherwise show its CPU time only from this tick on, and
+      // its work as waiting (readings before the first are extrapolated at
+      // the nearest interval's rate: here, flat).
+      if (r->start_cpu_ns != 0) Append(*log, r->start_tsc, r->start_cpu_ns);
     }
     bool ok = false;
     const uint64_t cpu = ThreadCpuNsOf(r->tid, &ok);
@@ -124,6 +130,12 @@ void CopyCpuLog(const Ring& r, bool live, std::vector<uint64_t>* out) {
     const uint64_t skip = valid_from > begin ? std::min(valid_from - begin, end - begin) : 0;
     out->erase(out->begin(), out->begin() + static_cast<std::ptrdiff_t>(skip * 2));
     break;
+  }
+  // Dumped before the control thread's first tick for this ring: its
+  // reading at set-up is the first.
+  if (out->empty() && r.start_cpu_ns != 0) {
+    out->push_back(r.start_tsc);
+    out->push_back(r.start_cpu_ns);
   }
   if (live) {
     bool ok = false;

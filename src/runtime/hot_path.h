@@ -174,6 +174,11 @@ struct alignas(64) Ring {
   uint64_t capacity = 0;
   uint64_t map_bytes = 0;  // size of the mapping holding header and slots
   uint64_t start_tsc = 0;
+  // The thread's CPU time (CLOCK_THREAD_CPUTIME_ID) when its ring was set
+  // up, read beside start_tsc: the CPU log's first reading (cpu_log.cc), so
+  // that work done before the control thread's first reading of the thread
+  // counts as on CPU. 0: not read.
+  uint64_t start_cpu_ns = 0;
   std::atomic<uint64_t> exit_tsc{0};  // written once by the owner at exit, before state
   std::atomic<uint32_t> state{0};     // RingState
   uint32_t tid = 0;

@@ -271,6 +271,7 @@ Ring* ThreadInit() {
   if (r != nullptr) {  // everything a dumper reads is set before Register publishes the ring
     r->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     memcpy(r->given_name, tls_given_name, sizeof r->given_name);
+    r->start_cpu_ns = ClockNs(CLOCK_THREAD_CPUTIME_ID);
     r->start_tsc = __rdtsc();
     if (rt.config.clock_group > 1) StartFastClock(r, rt.config.clock_group);
     r->state.store(kRingLive, std::memory_order_relaxed);

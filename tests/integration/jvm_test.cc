@@ -718,6 +718,9 @@ NanoscopeFile ReadNanoscope(const std::string& path) {
 // Whether HotSpot's JFR fast time is on here: it needs an invariant TSC and a
 // frequency in the CPU's brand string ("@ 2.50GHz": Intel's have one, AMD's
 // not), and then the probe writes timed records itself (jfr_clock.cc).
+// What a dump written before the agent thread set the JFR clock up says.
+constexpr const char* kJfrClockNotYet = "timed records go through JNI: the JFR clock was not set up yet when this dump";
+
 bool HotSpotFastTimeExpected() {
   std::ifstream in("/proc/cpuinfo");
   bool invariant = false, frequency = false;
@@ -751,7 +754,9 @@ TEST(JvmExactClock, AThreadThatIsNoLongerSelectedIsNotRecordedFromJava) {
   EXPECT_GT(before, 0u);
   EXPECT_EQ(after, 0u);
   const RunResult info = RunProgram({Cli(), "info", dumps[0]});
-  if (HotSpotFastTimeExpected()) {
+  // The agent thread that sets the JFR clock up may not be done in a short
+  // run on a loaded machine; then the dump says so.
+  if (HotSpotFastTimeExpected() && info.out.find(kJfrClockNotYet) == std::string::npos) {
     EXPECT_NE(info.out.find("timed records from Java read the TSC"), std::string::npos) << info.out;
   }
 }
@@ -1248,31 +1253,39 @@ INSTANTIATE_TEST_SUITE_P(Writes, JvmFastClock, ::testing::Values("java", "native
 TEST(JvmExactClock, EveryThreadsCallsEqualGroundTruthWithTimedRecordsWrittenFromJava) {
   REQUIRE_JVM();
   const std::string writes = "java";
-  const std::string dir = FreshDir("jvm-exact-" + writes);
-  const std::string gt = dir + "/ground-truth.txt";
-  JvmRun run;
-  // The start-up window is 0 so that the clock is set up at once, as it is
-  // after a second in a program that runs longer.
-  run.result = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "CallTree.*",
-                           "--jvm-probe-inlined", "--jvm-writes", writes, "--budget", "off", "--",
-                           LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree", "4", "20000", "42", gt},
-                          {{"LOOKBACK_JVM_STARTUP_WINDOW", "0"}});
-  ASSERT_NO_FATAL_FAILURE(CompareCallTree(&run, dir + "/dumps", gt));
-  const RunResult verify = RunProgram({Cli(), "verify", run.dump});
-  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
-  const RunResult info = RunProgram({Cli(), "info", run.dump});
-  ASSERT_EQ(info.exit_code, 0) << info.err;
-  const bool timed = info.out.find("timed records from Java read the TSC with jdk.jfr.internal.JVM.counterTime") !=
-                     std::string::npos;
-  if (!timed) {
-    // Said, with the reason: the timed records went through the natives.
-    EXPECT_NE(info.out.find("timed records go through JNI: "), std::string::npos) << info.out;
-    if (!HotSpotFastTimeExpected()) GTEST_SKIP() << "HotSpot's JFR fast time is off on this CPU";
+  // The agent thread that sets the clock up runs at the lowest priority: on
+  // a loaded machine it may not be done before this short program ends. The
+  // dump then says so, and the run is tried again (at most three times).
+  for (int attempt = 1;; ++attempt) {
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    const std::string dir = FreshDir("jvm-exact-" + writes + "-" + std::to_string(attempt));
+    const std::string gt = dir + "/ground-truth.txt";
+    JvmRun run;
+    // The start-up window is 0 so that the clock is set up at once, as it is
+    // after a second in a program that runs longer.
+    run.result = RunProgram({Cli(), "record", "-q", "--dir", dir + "/dumps", "--jvm-include", "CallTree.*",
+                             "--jvm-probe-inlined", "--jvm-writes", writes, "--budget", "off", "--",
+                             LOOKBACK_TEST_JAVA, "-cp", LOOKBACK_TEST_JAVA_CLASSES, "CallTree", "4", "20000", "42", gt},
+                            {{"LOOKBACK_JVM_STARTUP_WINDOW", "0"}});
+    ASSERT_NO_FATAL_FAILURE(CompareCallTree(&run, dir + "/dumps", gt));
+    const RunResult verify = RunProgram({Cli(), "verify", run.dump});
+    EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+    const RunResult info = RunProgram({Cli(), "info", run.dump});
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    const bool timed = info.out.find("timed records from Java read the TSC with jdk.jfr.internal.JVM.counterTime") !=
+                       std::string::npos;
+    if (!timed) {
+      // Said, with the reason: the timed records went through the natives.
+      EXPECT_NE(info.out.find("timed records go through JNI: "), std::string::npos) << info.out;
+      if (!HotSpotFastTimeExpected()) GTEST_SKIP() << "HotSpot's JFR fast time is off on this CPU";
+      if (info.out.find(kJfrClockNotYet) != std::string::npos && attempt < 3) continue;
+    }
+    ASSERT_TRUE(timed) << info.out;
+    const size_t at = info.out.find("timed records from Java (");  // (with LOOKBACK_CLOCK=fast: "untimed ... and timed")
+    ASSERT_NE(at, std::string::npos) << info.out;
+    EXPECT_GE(std::stoul(info.out.substr(info.out.find('(', at) + 1)), 4u) << info.out;
+    return;
   }
-  ASSERT_TRUE(timed) << info.out;
-  const size_t at = info.out.find("timed records from Java (");  // (with LOOKBACK_CLOCK=fast: "untimed ... and timed")
-  ASSERT_NE(at, std::string::npos) << info.out;
-  EXPECT_GE(std::stoul(info.out.substr(info.out.find('(', at) + 1)), 4u) << info.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, JvmModes, ::testing::Values("inline", "listener"),

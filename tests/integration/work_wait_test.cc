@@ -123,6 +123,42 @@ TEST(WorkWait, AnEventLoopsWorkTopsTheReportAndItsWaitingDoesNot) {
   EXPECT_NE(json.out.find("\"set_aside\": [{"), std::string::npos);
 }
 
+// A pool's workers: a burst of work at their start, then parked until the
+// end. Each is on CPU for under 2 % of its span, yet their bursts are the
+// program's work: ranked, with their CPU time (the CPU log's first reading
+// is the ring's set-up, not the control thread's first tick, which may come
+// after the burst), while the sleeper is set aside. Before, the workers
+// were set aside as "only waited" and a burst before the first tick showed
+// no time on CPU.
+TEST(WorkWait, APoolWorkersBurstIsRankedWithItsCpuTimeAndASleeperIsSetAside) {
+  Recorded rec = Record("work_wait_pool", {Program("pool-worker"), "5", "100", "1000"});
+  ASSERT_EQ(rec.run.exit_code, 0) << rec.run.err;
+  // Every thread's readings start where its ring did.
+  size_t workers = 0;
+  for (const auto& c : rec.dump.cpu) {
+    const format::ThreadInfo& t = rec.dump.threads[c.thread_index];
+    ASSERT_FALSE(c.readings.empty()) << t.name;
+    EXPECT_EQ(c.readings.front().tsc, t.start_tsc) << t.name;
+    if (t.name == "worker") ++workers;
+  }
+  EXPECT_EQ(workers, 2u);
+  const analyses::Report all = ReportOf(rec.dump, true);
+  const analyses::Report r = ReportOf(rec.dump, false);
+  ASSERT_TRUE(r.cpu_known);
+  const analyses::FunctionStats* burst = Row(r, "burst");
+  ASSERT_NE(burst, nullptr) << "the workers were set aside";
+  EXPECT_EQ(burst->calls, 2u);
+  // On CPU (under load it also waits for a core, which the readings show
+  // as waiting: how much is the machine's).
+  EXPECT_GT(burst->inclusive_cpu_ns, 0) << burst->inclusive_ns;
+  ASSERT_NE(Row(all, "burst"), nullptr);
+  EXPECT_EQ(Row(all, "burst")->inclusive_cpu_ns, burst->inclusive_cpu_ns);
+  ASSERT_NE(Row(r, "main_work"), nullptr);
+  EXPECT_EQ(Row(r, "sleep_for_a_while"), nullptr);
+  EXPECT_TRUE(SetAside(r, "sleep_for_a_while"));
+  for (const auto& t : r.set_aside) EXPECT_NE(t.name, "worker");
+}
+
 TEST(WorkWait, AWaitGlobMakesAFunctionsTimeWaiting) {
   Recorded rec = Record("work_wait_glob", {Program("event-loop"), "50", "300"});
   ASSERT_EQ(rec.run.exit_code, 0) << rec.run.err;

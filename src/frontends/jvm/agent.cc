@@ -474,6 +474,15 @@ bool InJdkPackage(std::string_view name) {
   return false;
 }
 
+// The class hook's work on this thread: StartMode's note counts only its own
+// thread's (the retransform it runs), not what agent threads it started
+// (startup=async) or the program's threads rewrite meanwhile.
+struct HookedHere {
+  uint64_t classes = 0;
+  uint64_t ns = 0;
+};
+thread_local HookedHere tls_hooked;
+
 bool Deferred(JNIEnv* jni, jclass redefined, jobject loader, const char* name) {
   if (!g_defer_open.load(std::memory_order_relaxed) || redefined != nullptr || !InJdkPackage(name)) return false;
   if (loader != nullptr && !jni->IsSameObject(loader, g_platform_loader)) return false;
@@ -496,8 +505,10 @@ void JNICALL OnClassFileLoad(jvmtiEnv* jvmti, JNIEnv* jni, jclass redefined, job
   clock_gettime(CLOCK_MONOTONIC, &t0);
   RewriteInHook(jvmti, name, len, data, new_len, new_data);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  g_stats.hook_ns.fetch_add(static_cast<uint64_t>((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec)),
-                            std::memory_order_relaxed);
+  const uint64_t ns = static_cast<uint64_t>((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+  g_stats.hook_ns.fetch_add(ns, std::memory_order_relaxed);
+  ++tls_hooked.classes;
+  tls_hooked.ns += ns;
 }
 
 void RewriteInHook(jvmtiEnv* jvmti, const char* name, jint len, const unsigned char* data, jint* new_len,
@@ -950,6 +961,10 @@ void CloseStartupWindow() {
 // 20 ms of CPU on an empty main, on a 2-core machine as much as the rest of
 // the agent's start (docs/performance.md). Until then timed records go
 // through the natives, as they did before.
+constexpr std::string_view kJfrClockNotYet =
+    "the JFR clock was not set up yet when this dump was written (an agent thread sets it up once the start-up window "
+    "has passed, LOOKBACK_JVM_STARTUP_WINDOW)";
+
 struct JfrClockStart {
   jrawMonitorID monitor = nullptr;  // the thread's wait; nothing notifies it (StopJfrClockStart)
   std::atomic<bool> vm_dead{false};
@@ -994,6 +1009,12 @@ void JNICALL JfrClockThread(jvmtiEnv* jvmti, JNIEnv* jni, void*) {
 void StartJfrClock(jvmtiEnv* jvmti, JNIEnv* jni) {
   if (g_stats.java_timed.load() || g_jfr_clock.monitor != nullptr) return;  // (attached again after a detach)
   if (!g_java_rings.direct_timed_possible) return;                         // writes=native: nothing to say
+  {
+    // What a dump written before the clock is set up says (EnableJfrClockNow
+    // replaces it): the timed records so far went through the natives.
+    std::lock_guard<std::mutex> lock(g_stats.error_mutex);
+    g_stats.jfr_clock_off = std::string(kJfrClockNotYet);
+  }
   {
     // startup=defer's thread, when it runs, closes the window at the same
     // moment and sets the clock up then: no second thread.
@@ -1193,8 +1214,7 @@ uint64_t NowNs() {
 // Tracing starts: at VMInit, or when attached to a running JVM.
 void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
   const uint64_t t0 = NowNs();
-  const uint64_t seen0 = g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load();
-  const uint64_t hook0 = g_stats.hook_ns.load();
+  const HookedHere hooked0 = tls_hooked;
   if (g_options.mode == Mode::kInline) {
     // Before any class is rewritten: the shed thread must know every id (its
     // Thread object is made while Thread's code has no probes yet).
@@ -1210,12 +1230,12 @@ void StartMode(jvmtiEnv* jvmti, JNIEnv* jni) {
   }
   g_stats.Publish();
   if (g_runtime.set_note != nullptr) {
-    const uint64_t seen = g_stats.classes_rewritten.load() + g_stats.classes_unchanged.load() - seen0;
+    const uint64_t seen = tls_hooked.classes - hooked0.classes;
     // The rest of the time is HotSpot's: the classes' original bytes read
     // again, the rewritten ones parsed and swapped in (RetransformClasses).
     std::string note = "tracing started in " + std::to_string((NowNs() - t0) / 1000000) + " ms, " +
                        std::to_string(seen) + " loaded classes retransformed (" +
-                       std::to_string((g_stats.hook_ns.load() - hook0) / 1000000) +
+                       std::to_string((tls_hooked.ns - hooked0.ns) / 1000000) +
                        " ms of it in the class hook, parsing and rewriting)";
     if (const uint64_t skipped = g_stats.startup_skipped.load(); skipped != 0) {
       note += "; the " + std::to_string(skipped) +

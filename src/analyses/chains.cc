@@ -202,7 +202,23 @@ void ChainsBuilder::EndThread(const model::ThreadSummary& summary) {
   top_best_.clear();
 }
 
-Status ChainsBuilder::End() { return Status::Ok(); }
+Status ChainsBuilder::End() {
+  // As report: threads that waited most of their span count as "only
+  // waited" only while together they did a negligible part of the work.
+  std::vector<model::WaitedThread> waited;
+  int64_t working_cpu = 0;
+  for (size_t i = 0; i < result_.threads.size(); ++i) {
+    const ThreadChains& t = result_.threads[i];
+    if (t.housekeeping) continue;
+    if (t.waited) {
+      waited.push_back({i, t.cpu_ns});
+    } else {
+      working_cpu += t.cpu_ns;
+    }
+  }
+  for (size_t i : model::RankedAfterAll(waited, working_cpu)) result_.threads[i].waited = false;
+  return Status::Ok();
+}
 
 size_t ChainsBuilder::HeldFrames() const {
   size_t n = top_best_.size();

@@ -157,6 +157,23 @@ TEST(WorkWait, APoolWorkersBurstIsRankedWithItsCpuTimeAndASleeperIsSetAside) {
   EXPECT_EQ(Row(r, "sleep_for_a_while"), nullptr);
   EXPECT_TRUE(SetAside(r, "sleep_for_a_while"));
   for (const auto& t : r.set_aside) EXPECT_NE(t.name, "worker");
+  // chains tells them apart by the same rule.
+  const RunResult chains = RunProgram({Cli(), "chains", "--format", "json", rec.dump_path});
+  ASSERT_EQ(chains.exit_code, 0) << chains.err;
+  size_t working = 0, waiting = 0;
+  // Each thread's object: {"tid": N, "name": "...", "span_ns": ..., "cpu_ns": ..., "waited": ...
+  for (size_t tid = chains.out.find("{\"tid\": "); tid != std::string::npos;
+       tid = chains.out.find("{\"tid\": ", tid + 1)) {
+    const size_t at = chains.out.find("\"name\": \"", tid);
+    const size_t w = chains.out.find("\"waited\": ", tid);
+    ASSERT_NE(at, std::string::npos);
+    ASSERT_NE(w, std::string::npos);
+    const bool waited = chains.out.compare(w + 10, 4, "true") == 0;
+    if (chains.out.compare(at + 9, 7, "worker\"") == 0) working += waited ? 0 : 1;
+    if (chains.out.compare(at + 9, 8, "sleeper\"") == 0) waiting += waited ? 1 : 0;
+  }
+  EXPECT_EQ(working, 2u) << chains.out.substr(0, 2000);
+  EXPECT_EQ(waiting, 1u) << chains.out.substr(0, 2000);
 }
 
 TEST(WorkWait, AWaitGlobMakesAFunctionsTimeWaiting) {

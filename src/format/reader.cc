@@ -188,8 +188,12 @@ std::optional<Error> ParseBudgetMetadata(const std::map<std::string, std::string
   }
   if (const std::string* v = get(metadata::kBudgetShed)) {
     lines(*v, [&](const std::string& line) {
-      if (!SplitFields(line, 6, true, f) || f[0] >= kKeyLimit || f[5] > UINT32_MAX || (f[2] != 0 && f[2] < f[1]))
-        return bad = line, false;
+      if (!SplitFields(line, 6, true, f) || f[0] >= kKeyLimit || f[5] > UINT32_MAX) return bad = line, false;
+      // Back before it was shed: runtimes before 2026-11-29 wrote that, some
+      // microseconds apart, for a function that one control-thread tick shed
+      // (the history floor) and brought back (the calm). Read as a shed of
+      // no duration, not as a dump no command can open.
+      if (f[2] != 0 && f[2] < f[1]) f[2] = f[1];
       out->shed.push_back({f[0], f[1], f[2], f[3], f[4], static_cast<uint32_t>(f[5])});
       return true;
     });

@@ -284,15 +284,26 @@ void ShedFrom(Budget& b, const Ring& r, uint32_t tid, double excess_ns, bool kee
   std::sort(b.shed.begin(), b.shed.end());
 }
 
-// Brings back every function shed: the program calmed down, and what a
-// function costs now cannot be known while it is not recorded. One that is
-// still hot is shed again at the next judgement of its thread. Caller holds
-// b.mutex.
-void BringBack(Budget& b) {
-  for (ShedFunction& f : b.history) {
-    if (f.until_ns == 0) f.until_ns = kUntilPending;
+// Brings back every function shed before this tick (history entries before
+// `shed_this_tick`): the program calmed down, and what a function costs now
+// cannot be known while it is not recorded. One that is still hot is shed
+// again at the next judgement of its thread. What this same tick shed (the
+// history floor sheds for a thread's ring while its CPU share is calm) stays
+// shed: brought back at once it would have come back before it was shed
+// (until_ns before at_ns), a line every reader rejects. Caller holds b.mutex.
+void BringBack(Budget& b, size_t shed_this_tick) {
+  std::vector<uint64_t> still;
+  for (size_t i = 0; i < b.history.size(); ++i) {
+    ShedFunction& f = b.history[i];
+    if (f.until_ns != 0) continue;
+    if (i < shed_this_tick) {
+      f.until_ns = kUntilPending;
+    } else {
+      still.push_back(f.key);
+    }
   }
-  b.shed.clear();
+  std::sort(still.begin(), still.end());
+  b.shed = std::move(still);
   ++b.returns;
 }
 
@@ -469,7 +480,7 @@ uint64_t BudgetTick(uint64_t now_ns) {
     }
     const uint64_t calm_needed = kBudgetCalmNs << std::min<uint32_t>(b.returns, 5);
     if (b.calm_since_ns != 0 && now_ns - b.calm_since_ns >= calm_needed && !b.shed.empty()) {
-      BringBack(b);
+      BringBack(b, history_before);
       changed = true;
     }
     if (changed) {

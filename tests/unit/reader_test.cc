@@ -257,13 +257,22 @@ TEST(ReaderBudget, ParsesTheBudgetsMetadataAndNamesABadLine) {
   for (const char* bad : {"55aa 1000 0 1 1",           // a field short
                           "55aa 1000 0 1 1 7 8",       // one too many
                           "xyz 1000 0 1 1 7",          // not hex
-                          "55aa 1000 999 1 1 7",       // back before it was shed
                           "ffffffffffffff00 1 0 1 1 7",  // a key of 2^56 or more
                           "55aa -1 0 1 1 7"}) {
     lookback::format::BudgetInfo out;
     auto err = lookback::format::ParseBudgetMetadata({{md::kBudgetShed, bad}}, &out);
     ASSERT_TRUE(err.has_value()) << bad;
     EXPECT_NE(err->message.find("budget.shed has a bad line"), std::string::npos) << err->message;
+  }
+  // Back before it was shed (runtimes before 2026-11-29, when one tick shed
+  // and brought back the same function): a shed of no duration, and the
+  // dump still opens.
+  {
+    lookback::format::BudgetInfo early;
+    ASSERT_FALSE(lookback::format::ParseBudgetMetadata({{md::kBudgetShed, "55aa 1000 999 1 1 7"}}, &early).has_value());
+    ASSERT_EQ(early.shed.size(), 1u);
+    EXPECT_EQ(early.shed[0].until_ns, 1000u);
+    EXPECT_FALSE(early.ShedAt(0x55aau, 1000));
   }
   lookback::format::BudgetInfo out;
   EXPECT_TRUE(lookback::format::ParseBudgetMetadata({{md::kBudgetCostPs, "ten"}}, &out).has_value());

@@ -53,13 +53,17 @@ constexpr ColumnDef kThreadsColumns[] = {
     {"unmatched_exits", kI64, false, false, false},
     {"lost_records", kI64, false, false, false},
     // Of its traced span (first to last call), on CPU (NULL: no CPU
-    // readings); waited: under 2 % of it on CPU;
+    // readings); waited: under 2 % of it on CPU, and with the dump's other
+    // such threads under 2 % of its CPU time (model::RankedAfterAll);
     // housekeeping: a JVM's own thread (model/waiting.h). Queries that rank
     // work leave out threads with either set.
     {"cpu_ns", kI64, true, false, false},
     {"waited", kI32, false, false, false},
     {"housekeeping", kI32, false, false, false},
 };
+constexpr size_t kThreadsWaited = 14, kThreadsHousekeeping = 15;
+static_assert(std::string_view(kThreadsColumns[kThreadsWaited].name) == "waited");
+static_assert(std::string_view(kThreadsColumns[kThreadsHousekeeping].name) == "housekeeping");
 constexpr ColumnDef kFunctionsColumns[] = {
     {"dump_id", kI64, false, true, false},
     {"function_id", kI32, false, false, false},
@@ -381,12 +385,29 @@ void FleetRows::EndThread(const model::ThreadSummary& sum) {
       Value::Int(jvm_ && model::IsHousekeepingThread(t.name) ? 1 : 0),
   };
   static_assert(std::size(row) == std::size(kThreadsColumns));
-  Put(kThreads, row);
+  threads_rows_.push_back({std::vector<Value>(std::begin(row), std::end(row)), cpu, row[kThreadsWaited].i != 0});
   ++stats_.threads;
   if (const format::ThreadSamples* samples = ctx_->dump->SamplesOf(t)) PutSamples(*samples);
 }
 
 Status FleetRows::End() {
+  {
+    // Threads that waited most of their span are "waited" only while together
+    // under 2 % of the dump's CPU time, the least busy first (report's rule).
+    std::vector<model::WaitedThread> waited;
+    int64_t working_cpu = 0;
+    for (size_t i = 0; i < threads_rows_.size(); ++i) {
+      if (threads_rows_[i].row[kThreadsHousekeeping].i != 0) continue;
+      if (threads_rows_[i].waited) {
+        waited.push_back({i, threads_rows_[i].cpu_ns});
+      } else {
+        working_cpu += threads_rows_[i].cpu_ns;
+      }
+    }
+    for (size_t i : model::RankedAfterAll(waited, working_cpu)) threads_rows_[i].row[kThreadsWaited] = Value::Int(0);
+    for (const PendingThread& t : threads_rows_) Put(kThreads, t.row);
+    threads_rows_.clear();
+  }
   if (matcher_) {
     if (Status s = matcher_->End(); !s.ok() && error_.ok()) error_ = s;
     const auto& sigs = matcher_->signatures();

@@ -141,6 +141,14 @@ class FleetRows : public model::TraceSink {
   std::vector<Frame> stack_;
   int64_t next_call_id_ = 1, thread_id_ = 0;
   const format::ThreadInfo* thread_ = nullptr;
+  // The dump's threads rows, put at End(): whether a thread only waited
+  // depends on the others' CPU time too (model::RankedAfterAll), as in report.
+  struct PendingThread {
+    std::vector<Value> row;
+    int64_t cpu_ns = 0;
+    bool waited = false;
+  };
+  std::vector<PendingThread> threads_rows_;
   Status error_;
   FleetStats stats_;
 };

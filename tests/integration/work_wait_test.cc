@@ -5,9 +5,11 @@
 // assertions compare the dump with itself (CPU readings against the traced
 // times), so a loaded machine changes the figures, not the verdicts.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "analyses/report.h"
@@ -174,6 +176,23 @@ TEST(WorkWait, APoolWorkersBurstIsRankedWithItsCpuTimeAndASleeperIsSetAside) {
   }
   EXPECT_EQ(working, 2u) << chains.out.substr(0, 2000);
   EXPECT_EQ(waiting, 1u) << chains.out.substr(0, 2000);
+  // And so do `sql` and the fleet export (their threads.waited, which the
+  // documented queries leave out).
+  const std::string db = rec.dump_path + ".db";
+  const RunResult sql = RunProgram({Cli(), "sql", "-q", "-o", db, rec.dump_path});
+  ASSERT_EQ(sql.exit_code, 0) << sql.err;
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT name, waited FROM threads", -1, &q, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
+  std::map<std::string, std::string> waited_of;  // name -> its rows' waited values
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    waited_of[reinterpret_cast<const char*>(sqlite3_column_text(q, 0))] += std::to_string(sqlite3_column_int(q, 1));
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(h);
+  EXPECT_EQ(waited_of["worker"], "00");
+  EXPECT_EQ(waited_of["sleeper"], "1");
 }
 
 TEST(WorkWait, AWaitGlobMakesAFunctionsTimeWaiting) {

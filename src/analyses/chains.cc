@@ -205,18 +205,10 @@ void ChainsBuilder::EndThread(const model::ThreadSummary& summary) {
 Status ChainsBuilder::End() {
   // As report: threads that waited most of their span count as "only
   // waited" only while together they did a negligible part of the work.
-  std::vector<model::WaitedThread> waited;
-  int64_t working_cpu = 0;
-  for (size_t i = 0; i < result_.threads.size(); ++i) {
-    const ThreadChains& t = result_.threads[i];
-    if (t.housekeeping) continue;
-    if (t.waited) {
-      waited.push_back({i, t.cpu_ns});
-    } else {
-      working_cpu += t.cpu_ns;
-    }
-  }
-  for (size_t i : model::RankedAfterAll(waited, working_cpu)) result_.threads[i].waited = false;
+  std::vector<model::ThreadWork> work;
+  for (const ThreadChains& t : result_.threads) work.push_back({t.cpu_ns, t.waited, t.housekeeping});
+  const std::vector<bool> waited = model::StillOnlyWaited(work);
+  for (size_t i = 0; i < waited.size(); ++i) result_.threads[i].waited = waited[i];
   return Status::Ok();
 }
 

@@ -63,7 +63,7 @@ struct ThreadChains {
   size_t running = 0;
   // Its traced span and, of it, the time on CPU; `waited`: under 2 % on CPU,
   // and with the other such threads under 2 % of all the CPU time
-  // (model/waiting.h, RankedAfterAll), `housekeeping`: a JVM's own thread.
+  // (model/waiting.h, StillOnlyWaited), `housekeeping`: a JVM's own thread.
   int64_t span_ns = 0, cpu_ns = 0;
   bool waited = false, housekeeping = false;
   model::ThreadSummary summary;

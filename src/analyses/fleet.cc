@@ -54,7 +54,7 @@ constexpr ColumnDef kThreadsColumns[] = {
     {"lost_records", kI64, false, false, false},
     // Of its traced span (first to last call), on CPU (NULL: no CPU
     // readings); waited: under 2 % of it on CPU, and with the dump's other
-    // such threads under 2 % of its CPU time (model::RankedAfterAll);
+    // such threads under 2 % of its CPU time (model::StillOnlyWaited);
     // housekeeping: a JVM's own thread (model/waiting.h). Queries that rank
     // work leave out threads with either set.
     {"cpu_ns", kI64, true, false, false},
@@ -385,7 +385,7 @@ void FleetRows::EndThread(const model::ThreadSummary& sum) {
       Value::Int(jvm_ && model::IsHousekeepingThread(t.name) ? 1 : 0),
   };
   static_assert(std::size(row) == std::size(kThreadsColumns));
-  threads_rows_.push_back({std::vector<Value>(std::begin(row), std::end(row)), cpu, row[kThreadsWaited].i != 0});
+  threads_rows_.push_back({std::vector<Value>(std::begin(row), std::end(row)), cpu});
   ++stats_.threads;
   if (const format::ThreadSamples* samples = ctx_->dump->SamplesOf(t)) PutSamples(*samples);
 }
@@ -394,18 +394,15 @@ Status FleetRows::End() {
   {
     // Threads that waited most of their span are "waited" only while together
     // under 2 % of the dump's CPU time, the least busy first (report's rule).
-    std::vector<model::WaitedThread> waited;
-    int64_t working_cpu = 0;
-    for (size_t i = 0; i < threads_rows_.size(); ++i) {
-      if (threads_rows_[i].row[kThreadsHousekeeping].i != 0) continue;
-      if (threads_rows_[i].waited) {
-        waited.push_back({i, threads_rows_[i].cpu_ns});
-      } else {
-        working_cpu += threads_rows_[i].cpu_ns;
-      }
+    std::vector<model::ThreadWork> work;
+    for (const PendingThread& t : threads_rows_) {
+      work.push_back({t.cpu_ns, t.row[kThreadsWaited].i != 0, t.row[kThreadsHousekeeping].i != 0});
     }
-    for (size_t i : model::RankedAfterAll(waited, working_cpu)) threads_rows_[i].row[kThreadsWaited] = Value::Int(0);
-    for (const PendingThread& t : threads_rows_) Put(kThreads, t.row);
+    const std::vector<bool> waited = model::StillOnlyWaited(work);
+    for (size_t i = 0; i < threads_rows_.size(); ++i) {
+      threads_rows_[i].row[kThreadsWaited] = Value::Int(waited[i] ? 1 : 0);
+      Put(kThreads, threads_rows_[i].row);
+    }
     threads_rows_.clear();
   }
   if (matcher_) {

@@ -142,11 +142,10 @@ class FleetRows : public model::TraceSink {
   int64_t next_call_id_ = 1, thread_id_ = 0;
   const format::ThreadInfo* thread_ = nullptr;
   // The dump's threads rows, put at End(): whether a thread only waited
-  // depends on the others' CPU time too (model::RankedAfterAll), as in report.
+  // depends on the others' CPU time too (model::StillOnlyWaited), as in report.
   struct PendingThread {
     std::vector<Value> row;
-    int64_t cpu_ns = 0;
-    bool waited = false;
+    int64_t cpu_ns = 0;  // the row's cpu_ns, also where it is NULL (no readings: its span less its waiting)
   };
   std::vector<PendingThread> threads_rows_;
   Status error_;

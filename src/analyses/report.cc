@@ -180,18 +180,17 @@ Status ReportBuilder::End() {
     for (Aside& t : aside_) Rank(t.info.tid, t.info.name, t.accs, t.first, t.last, t.info.cpu_ns, t.cpu_known);
   } else {
     // Threads that waited most of their span are set aside only while
-    // together they did a negligible part of the work (model::SetAsideWaiting):
+    // together they did a negligible part of the work (model::StillOnlyWaited):
     // a pool worker that computed for 7 ms and then parked until the end is
-    // under 2 % of its own span, but its calls are the program's work.
-    std::vector<model::WaitedThread> waited;
-    for (size_t i = 0; i < aside_.size(); ++i) {
-      if (aside_[i].info.why == "waited") waited.push_back({i, aside_[i].info.cpu_ns});
-    }
-    std::vector<bool> rank(aside_.size(), false);
-    for (size_t i : model::RankedAfterAll(waited, report_.thread_cpu_ns)) rank[i] = true;
+    // under 2 % of its own span, but its calls are the program's work. The
+    // ranked threads count as one, by their CPU time.
+    std::vector<model::ThreadWork> work;
+    for (const Aside& t : aside_) work.push_back({t.info.cpu_ns, t.info.why == "waited", t.info.why != "waited"});
+    work.push_back({report_.thread_cpu_ns, false, false});
+    const std::vector<bool> waited = model::StillOnlyWaited(work);
     for (size_t i = 0; i < aside_.size(); ++i) {
       Aside& t = aside_[i];
-      if (rank[i]) {
+      if (t.info.why == "waited" && !waited[i]) {
         Rank(t.info.tid, t.info.name, t.accs, t.first, t.last, t.info.cpu_ns, t.cpu_known);
       } else {
         report_.set_aside.push_back(std::move(t.info));

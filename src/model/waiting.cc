@@ -111,18 +111,24 @@ bool IsHousekeepingThread(std::string_view name) {
   return false;
 }
 
-std::vector<size_t> RankedAfterAll(std::vector<WaitedThread> waited, int64_t ranked_cpu_ns) {
-  int64_t total = std::max<int64_t>(0, ranked_cpu_ns);
-  for (const WaitedThread& w : waited) total += std::max<int64_t>(0, w.cpu_ns);
-  std::stable_sort(waited.begin(), waited.end(),
-                   [](const WaitedThread& a, const WaitedThread& b) { return a.cpu_ns < b.cpu_ns; });
-  std::vector<size_t> ranked;
-  int64_t aside = 0;
-  for (const WaitedThread& w : waited) {
-    aside += std::max<int64_t>(0, w.cpu_ns);
-    if (aside * kWaitingShareDivisor > total) ranked.push_back(w.index);
+std::vector<bool> StillOnlyWaited(const std::vector<ThreadWork>& threads) {
+  auto cpu = [&](size_t i) { return std::max<int64_t>(0, threads[i].cpu_ns); };
+  int64_t total = 0;
+  std::vector<size_t> waited;
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (threads[i].housekeeping) continue;
+    total += cpu(i);
+    if (threads[i].waited) waited.push_back(i);
   }
-  return ranked;
+  std::stable_sort(waited.begin(), waited.end(), [&](size_t a, size_t b) { return cpu(a) < cpu(b); });
+  std::vector<bool> out(threads.size(), false);
+  int64_t aside = 0;
+  for (size_t i : waited) {
+    aside += cpu(i);
+    if (aside * kWaitingShareDivisor > total) break;
+    out[i] = true;
+  }
+  return out;
 }
 
 }  // namespace lookback::model

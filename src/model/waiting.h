@@ -50,17 +50,19 @@ bool IsHousekeepingThread(std::string_view name);
 inline constexpr int64_t kWaitingShareDivisor = 50;
 inline bool OnlyWaited(int64_t cpu_ns, int64_t span_ns) { return span_ns > 0 && cpu_ns * kWaitingShareDivisor < span_ns; }
 
-// Of the threads that only waited (`index`: the caller's, `cpu_ns` on CPU),
-// those that are the program's work after all: the least busy are set aside
-// as long as together they stay under 2 % of all the CPU time (theirs and
-// `ranked_cpu_ns`, the ranked threads'); the rest are returned, to be
-// ranked. So ten sleepers that each woke for a microsecond are set aside,
-// and a pool worker that computed for 7 ms of a 190 ms program's run before
-// it parked until the end is not, nor are fifty workers at 1 % each.
-struct WaitedThread {
-  size_t index = 0;
+// A dump's threads as report, chains, sql and the fleet export see them:
+// time on CPU, whether OnlyWaited says so, whether housekeeping.
+struct ThreadWork {
   int64_t cpu_ns = 0;
+  bool waited = false;
+  bool housekeeping = false;
 };
-std::vector<size_t> RankedAfterAll(std::vector<WaitedThread> waited, int64_t ranked_cpu_ns);
+// Per thread, whether it is set aside as "only waited" once the others are
+// counted: of the threads that waited, the least busy, as long as together
+// they stay under 2 % of all the non-housekeeping threads' CPU time. So ten
+// sleepers that each woke for a microsecond are set aside, and a pool worker
+// that computed for 7 ms of a 190 ms program's run before it parked until
+// the end is not, nor are fifty workers at 1 % each.
+std::vector<bool> StillOnlyWaited(const std::vector<ThreadWork>& threads);
 
 }  // namespace lookback::model

@@ -39,6 +39,8 @@ struct NamedEvent {
   std::string method;
   bool operator==(const NamedEvent&) const = default;
 };
+// (gtest prints a failed comparison of event lists with this, not as bytes)
+void PrintTo(const NamedEvent& e, std::ostream* os) { *os << (e.exit ? "EXIT " : "ENTER ") << e.method; }
 
 using Threads = std::map<std::string, std::vector<NamedEvent>>;  // by Java thread name
 
@@ -892,6 +894,7 @@ TEST_P(JvmModes, NativeCrashUnderJavaFramesIsDumpedWithBoth) {
 // same program without the agent runs and every call is a no-op.
 TEST_P(JvmModes, JavaApiScopesTriggerSlowScopeAndDumpReturnsItsPath) {
   REQUIRE_JVM();
+  const std::string kRender = "long Frames.render(int)";
   const std::string classes = Program("java-example");
   if (access((classes + "/Frames.class").c_str(), R_OK) != 0) GTEST_SKIP() << "examples/java not built";
   const std::string cp = classes + ":" + LOOKBACK_TEST_JAVA_API;
@@ -914,10 +917,21 @@ TEST_P(JvmModes, JavaApiScopesTriggerSlowScopeAndDumpReturnsItsPath) {
     } else if (d.process.reason == "frames done") {
       explicit_dump = true;
       EXPECT_EQ(std::filesystem::canonical(path), std::filesystem::canonical(returned));
-      // The scopes are in the trace as calls named "frame".
-      const Threads ev = RecordedEvents(path, {"frame"});
+      // The scopes are in the trace as calls named "frame", each around its
+      // frame's render(), and nested exactly: no frame of the API's own
+      // methods (Lookback.scope(), Scope.close()) straddles a scope's records.
+      const Threads ev = RecordedEvents(path, {"frame", kRender});
       ASSERT_TRUE(ev.count("main"));
-      EXPECT_EQ(ev.at("main").size(), 2u * 20);
+      std::vector<NamedEvent> want;
+      for (int frame = 0; frame < 20; frame++) {
+        want.insert(want.end(), {{false, "frame"}, {false, kRender}, {true, kRender}, {true, "frame"}});
+      }
+      EXPECT_EQ(ev.at("main"), want);
+      const RunResult events = RunProgram({Cli(), "events", path});
+      EXPECT_EQ(events.out.find("lookback.Lookback"), std::string::npos) << "the API's methods are not traced";
+      const RunResult report = RunProgram({Cli(), "report", path});
+      EXPECT_EQ(report.out.find("missing exit"), std::string::npos) << report.out;
+      EXPECT_EQ(report.out.find("matched no entry"), std::string::npos) << report.out;
     }
   }
   EXPECT_TRUE(slow_scope);

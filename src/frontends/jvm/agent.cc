@@ -255,13 +255,17 @@ bool Selected(const std::string& java_method) {
   return false;
 }
 
-// Classes never rewritten: the probe itself, java.lang.Object (every
-// constructor chain ends in it; the VM special-cases its <init>), and the
-// method-handle machinery that lambdas and string concatenation bootstrap
-// through (its frames are the VM's plumbing, not the program's).
+// Classes never rewritten (nor traced in listener mode): the probe itself,
+// java.lang.Object (every constructor chain ends in it; the VM special-cases
+// its <init>), the method-handle machinery that lambdas and string
+// concatenation bootstrap through (its frames are the VM's plumbing, not the
+// program's), and lookback's Java API (lookback.jar): a scope is a frame of
+// its own, begun inside Lookback.scope() and ended inside Scope.close(), so
+// frames of those methods around its records would interleave with it.
 bool NeverRewritten(std::string_view cls) {
   return cls == kProbeClass || cls == "java/lang/Object" || cls.rfind("java/lang/invoke/", 0) == 0 ||
-         cls.rfind("jdk/internal/", 0) == 0 || cls.rfind("sun/invoke/", 0) == 0;
+         cls.rfind("jdk/internal/", 0) == 0 || cls.rfind("sun/invoke/", 0) == 0 || cls == "lookback/Lookback" ||
+         cls.rfind("lookback/Lookback$", 0) == 0;
 }
 
 // The name the recorder gives method `id`'s key.

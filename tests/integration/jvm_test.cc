@@ -690,6 +690,40 @@ TEST_P(JvmModes, ThreadSelectedByItsNewNameIsTracedFromTheRenameOn) {
   for (const auto& e : got) EXPECT_EQ(e.method, "int Renames.afterRename(int)");
 }
 
+// Java names past U+FFFF (a method, a thread named at start and renamed, a
+// scope), which the JVM gives in modified UTF-8, are UTF-8 in the dump and in
+// `events`, and a --threads glob in UTF-8 selects the thread by them.
+TEST_P(JvmModes, NamesPastTheBmpAreUtf8InTheDumpAndMatchGlobs) {
+  REQUIRE_JVM();
+  const std::string rocket = "\xF0\x9F\x9A\x80", x = "\xF0\x9D\x91\xA5";  // U+1F680, U+1D465
+  const std::string method = "int NamesBeyondTheBmp." + x + "(int)";
+  const std::string cp = std::string(LOOKBACK_TEST_JAVA_CLASSES) + ":" + LOOKBACK_TEST_JAVA_API;
+  const std::string dir = FreshDir(std::string("jvm-utf8-") + GetParam());
+  const RunResult r = RunProgram({Cli(), "record", "-q", "--dir", dir, "--jvm-mode", GetParam(), "--threads",
+                                  "*" + rocket + "*", "--", LOOKBACK_TEST_JAVA, "-cp", cp, "NamesBeyondTheBmp"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("names done"), std::string::npos) << r.out;
+  const auto dumps = Dumps(dir);
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  const format::Dump d = MustOpen(dumps[0]);
+  ASSERT_EQ(d.threads.size(), 1u) << "only the thread the glob names is traced";
+  EXPECT_EQ(d.threads[0].name, "r" + rocket + "renamed");
+  const Threads ev = RecordedEvents(dumps[0], {method, "scope-" + rocket});
+  ASSERT_TRUE(ev.count("r" + rocket + "renamed"));
+  const std::vector<NamedEvent> want = {{false, method}, {false, method}, {false, method}, {true, method},
+                                        {true, method},  {true, method},  {false, "scope-" + rocket},
+                                        {false, method}, {false, method}, {true, method},
+                                        {true, method},  {true, "scope-" + rocket}};
+  EXPECT_EQ(ev.at("r" + rocket + "renamed"), want);
+  // No surrogate half (ED A0..BF) anywhere in what `events` writes.
+  const RunResult events = RunProgram({Cli(), "events", dumps[0]});
+  for (size_t i = 0; i + 1 < events.out.size(); ++i) {
+    ASSERT_FALSE(static_cast<unsigned char>(events.out[i]) == 0xED &&
+                 static_cast<unsigned char>(events.out[i + 1]) >= 0xA0)
+        << "modified UTF-8 at byte " << i;
+  }
+}
+
 // Nanoscope's text file: the methods pushed, and whether pushes and pops
 // balance with non-decreasing timestamps.
 struct NanoscopeFile {

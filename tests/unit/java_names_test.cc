@@ -43,3 +43,21 @@ TEST(JavaNames, ArtSplitRejectsNativeNames) {
 
 }  // namespace
 }  // namespace lookback::testing
+
+// Modified UTF-8 (the JVM's strings) to UTF-8: a surrogate pair becomes its
+// 4-byte character, U+0000 and unpaired halves U+FFFD, UTF-8 is unchanged.
+TEST(JavaNames, ModifiedUtf8BecomesUtf8) {
+  using lookback::jvm::HasModifiedUtf8;
+  using lookback::jvm::Utf8FromModified;
+  const std::string rocket_pair = "\xED\xA0\xBD\xED\xBA\x80";  // U+1F680 as D83D DE80
+  EXPECT_TRUE(HasModifiedUtf8("w" + rocket_pair));
+  EXPECT_EQ(Utf8FromModified("w" + rocket_pair + "x"), "w\xF0\x9F\x9A\x80x");
+  EXPECT_EQ(Utf8FromModified("a\xC0\x80" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(Utf8FromModified("\xED\xA0\xBD" "z"), "\xEF\xBF\xBD" "z");          // a high half alone
+  EXPECT_EQ(Utf8FromModified("\xED\xBA\x80"), "\xEF\xBF\xBD");                    // a low half alone
+  EXPECT_EQ(Utf8FromModified("\xED\xA0"), "\xED\xA0");                            // cut short: kept
+  const std::string utf8 = "caf\xC3\xA9 \xE2\x82\xAC \xED\x9F\xBF \xF0\x9F\x9A\x80";  // é, €, U+D7FF, U+1F680
+  EXPECT_FALSE(HasModifiedUtf8(utf8));
+  EXPECT_EQ(Utf8FromModified(utf8), utf8);
+  EXPECT_EQ(lookback::jvm::PrettyMethod("p/R" + rocket_pair, "m", "()V"), "void p.R\xF0\x9F\x9A\x80.m()");
+}

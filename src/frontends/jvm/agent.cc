@@ -244,13 +244,16 @@ Options ParseOptions(const char* text) {
   return o;
 }
 
-bool Selected(const std::string& java_method) {
+bool Selected(const std::string& name) {
+  // The globs are UTF-8; the name comes from a classfile or JVMTI.
+  const std::string utf8 = HasModifiedUtf8(name) ? Utf8FromModified(name) : std::string();
+  const char* java_method = utf8.empty() ? name.c_str() : utf8.c_str();
   for (const std::string& g : g_options.exclude) {
-    if (fnmatch(g.c_str(), java_method.c_str(), 0) == 0) return false;
+    if (fnmatch(g.c_str(), java_method, 0) == 0) return false;
   }
   if (g_options.include.empty()) return true;
   for (const std::string& g : g_options.include) {
-    if (fnmatch(g.c_str(), java_method.c_str(), 0) == 0) return true;
+    if (fnmatch(g.c_str(), java_method, 0) == 0) return true;
   }
   return false;
 }

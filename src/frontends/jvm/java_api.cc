@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "frontends/jvm/jvm_agent.h"
+#include "frontends/jvm/method_names.h"
 
 namespace lookback::jvm {
 namespace {
@@ -28,7 +29,7 @@ const char* InternScopeName(JNIEnv* jni, jstring name) {
     jni->ExceptionClear();
     return nullptr;
   }
-  std::string text(utf);
+  std::string text = Utf8FromModified(utf);
   jni->ReleaseStringUTFChars(name, utf);
   std::lock_guard<std::mutex> lock(g_scope_mutex);
   if (g_scope_names == nullptr) g_scope_names = new std::unordered_set<std::string>;
@@ -86,7 +87,7 @@ JNIEXPORT jstring JNICALL Java_lookback_Lookback_dump0(JNIEnv* jni, jclass, jstr
   std::string why = "java";
   if (reason != nullptr) {
     if (const char* utf = jni->GetStringUTFChars(reason, nullptr)) {
-      why = utf;
+      why = lookback::jvm::Utf8FromModified(utf);
       jni->ReleaseStringUTFChars(reason, utf);
     } else {
       jni->ExceptionClear();

@@ -1,5 +1,7 @@
 #include "frontends/jvm/method_names.h"
 
+#include <cstdint>
+
 namespace lookback::jvm {
 
 namespace {
@@ -96,6 +98,48 @@ std::string PrettyMethod(std::string_view internal_class, std::string_view name,
   out.push_back(' ');
   AppendClassName(&out, internal_class);
   out.append(".").append(name).append("(").append(params).append(")");
+  return HasModifiedUtf8(out) ? Utf8FromModified(out) : out;
+}
+
+bool HasModifiedUtf8(std::string_view s) {
+  for (size_t i = 0; i + 1 < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]), next = static_cast<unsigned char>(s[i + 1]);
+    if ((c == 0xC0 && next == 0x80) || (c == 0xED && next >= 0xA0)) return true;
+  }
+  return false;
+}
+
+std::string Utf8FromModified(std::string_view s) {
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  auto byte = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  // A surrogate half at i (ED A0..BF xx): its UTF-16 code unit, else 0.
+  auto half = [&](size_t i) -> uint32_t {
+    if (byte(i) != 0xED || (byte(i + 1) & 0xE0) != 0xA0 || (byte(i + 2) & 0xC0) != 0x80) return 0;
+    return 0xD000u | ((byte(i + 1) & 0x3Fu) << 6) | (byte(i + 2) & 0x3Fu);
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    if (byte(i) == 0xC0 && byte(i + 1) == 0x80) {
+      out.append(kReplacement);
+      i += 2;
+    } else if (const uint32_t hi = half(i)) {
+      const uint32_t lo = half(i + 3);
+      if (hi < 0xDC00 && lo >= 0xDC00) {
+        const uint32_t cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        i += 6;
+      } else {
+        out.append(kReplacement);
+        i += 3;
+      }
+    } else {
+      out.push_back(s[i++]);
+    }
+  }
   return out;
 }
 

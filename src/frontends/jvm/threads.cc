@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "frontends/jvm/jvm_agent.h"
+#include "frontends/jvm/method_names.h"
 
 namespace lookback::jvm {
 namespace {
@@ -58,7 +59,7 @@ void NameStartingThread(jvmtiEnv* jvmti, JNIEnv* jni, jthread thread) {
   jvmti->SetThreadLocalStorage(thread, reinterpret_cast<const void*>(static_cast<uintptr_t>(Gettid())));
   jvmtiThreadInfo info{};
   if (jvmti->GetThreadInfo(thread, &info) == JVMTI_ERROR_NONE && info.name != nullptr) {
-    g_runtime.set_thread_name(info.name);
+    g_runtime.set_thread_name(Utf8FromModified(info.name).c_str());
     jvmti->Deallocate(reinterpret_cast<unsigned char*>(info.name));
   }
   for (size_t i = 0; i < g_pending.size(); ++i) {
@@ -107,7 +108,7 @@ void NameRunningThreads(jvmtiEnv* jvmti, JNIEnv* jni) {
       if (it != by_comm.end() && it->second.size() == 1) {
         const uint32_t tid = it->second[0];
         jvmti->SetThreadLocalStorage(threads[i], reinterpret_cast<const void*>(static_cast<uintptr_t>(tid)));
-        if (g_runtime.set_thread_name_of != nullptr) g_runtime.set_thread_name_of(tid, name.c_str());
+        if (g_runtime.set_thread_name_of != nullptr) g_runtime.set_thread_name_of(tid, Utf8FromModified(name).c_str());
       }
       jvmti->Deallocate(reinterpret_cast<unsigned char*>(info.name));
     }
@@ -124,7 +125,7 @@ jstring Renamed(jvmtiEnv* jvmti, JNIEnv* jni, jobject thread, jstring name) {
     jni->ExceptionClear();
     return name;
   }
-  const std::string text(utf);
+  const std::string text = Utf8FromModified(utf);
   jni->ReleaseStringUTFChars(name, utf);
 
   // Nanoscope's control names: handled, and the thread keeps its name.

@@ -43,27 +43,51 @@ std::string FlagNotes(uint8_t flags, bool at_dump) {
   return notes;
 }
 
-// One frame per line: duration, then the name indented by depth, then notes.
-void AddTreeRows(Table* t, const std::vector<analyses::ChainFrame>& frames, bool details, bool at_dump) {
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const auto& f = frames[i];
-    std::string detail;
-    if (details) {
-      detail = "self " + HumanNs(f.self_ns);
-      if (f.callees) detail += fmt::format(", {} callee{}", Count(f.callees), f.callees == 1 ? "" : "s");
-      if (i + 1 < frames.size() && f.callees > 1) {
-        const int64_t others = f.inclusive_ns() - f.self_ns - frames[i + 1].inclusive_ns();
-        const std::string rest = f.callees == 2 ? "the other" : "the " + Count(f.callees - 1) + " others";
-        detail += fmt::format(" ({}: {})", rest, HumanNs(std::max<int64_t>(0, others)));
-      }
-      detail += "; " + HumanNs(f.cpu_ns) + " on CPU";
+// Frame i of a chain as one row.
+void AddTreeRow(Table* t, const std::vector<analyses::ChainFrame>& frames, size_t i, bool details, bool at_dump,
+                const std::string& indent) {
+  const auto& f = frames[i];
+  std::string detail;
+  if (details) {
+    detail = "self " + HumanNs(f.self_ns);
+    if (f.callees) detail += fmt::format(", {} callee{}", Count(f.callees), f.callees == 1 ? "" : "s");
+    if (i + 1 < frames.size() && f.callees > 1) {
+      const int64_t others = f.inclusive_ns() - f.self_ns - frames[i + 1].inclusive_ns();
+      const std::string rest = f.callees == 2 ? "the other" : "the " + Count(f.callees - 1) + " others";
+      detail += fmt::format(" ({}: {})", rest, HumanNs(std::max<int64_t>(0, others)));
     }
-    const std::string notes = FlagNotes(f.flags, at_dump);
-    if (!notes.empty()) detail += (detail.empty() ? "" : "; ") + notes;
-    const bool leaf = i + 1 == frames.size();
-    t->AddRow({{HumanNs(f.inclusive_ns()), leaf ? Style::kCyan : Style::kNone},
-               {std::string(2 * i, ' ') + f.name, leaf ? Style::kBold : Style::kNone},
-               {detail, Style::kDim}});
+    detail += "; " + HumanNs(f.cpu_ns) + " on CPU";
+  }
+  const std::string notes = FlagNotes(f.flags, at_dump);
+  if (!notes.empty()) detail += (detail.empty() ? "" : "; ") + notes;
+  const bool leaf = i + 1 == frames.size();
+  t->AddRow({{HumanNs(f.inclusive_ns()), leaf ? Style::kCyan : Style::kNone},
+             {indent + f.name, leaf ? Style::kBold : Style::kNone},
+             {detail, Style::kDim}});
+}
+
+// One frame per line: duration, then the name indented by depth, then notes.
+// A deep recursion would make that many lines, each indented by its depth (a
+// 10,000-deep StackOverflowError chain: hundreds of MB of spaces), so a run
+// of more than kRecursionShown frames of one function shows its first and
+// last frames around one line that counts the rest, and the indent stops
+// growing at kMaxIndent levels. --format json has every frame.
+void AddTreeRows(Table* t, const std::vector<analyses::ChainFrame>& frames, bool details, bool at_dump) {
+  constexpr size_t kRecursionShown = 4, kMaxIndent = 40;
+  size_t level = 0;
+  auto indent = [&] { return std::string(2 * std::min(level++, kMaxIndent), ' '); };
+  for (size_t i = 0; i < frames.size(); ++i) {
+    AddTreeRow(t, frames, i, details, at_dump, indent());
+    size_t same = 0;  // the frames right below i that are of its function
+    while (i + 1 + same < frames.size() && frames[i + 1 + same].key == frames[i].key) ++same;
+    if (same > kRecursionShown) {
+      const size_t hidden = same - 1;  // the run's last frame is shown next
+      t->AddRow({{"", Style::kNone},
+                 {indent() + fmt::format("... {} more frames of {} (recursion)", Count(hidden), frames[i].name),
+                  Style::kDim},
+                 {"", Style::kNone}});
+      i += hidden;
+    }
   }
 }
 

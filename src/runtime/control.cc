@@ -2,7 +2,7 @@
 // exit handler) that writes dumps, so traced threads never do that work.
 //
 // It sleeps in poll() on
-//   - an eventfd, written by the dump policy (lb_dump, triggers), the dump
+//   - a pipe, written by the dump policy (lb_dump, triggers), the dump
 //     signal's and the crash handler (write() is async-signal-safe) and
 //     exiting threads (retention);
 // and wakes up on its own for the detectors' ticks and for dumps that wait
@@ -10,6 +10,9 @@
 //   - a listening UNIX socket in the abstract namespace, "\0lookback-<pid>",
 //     for `lookback dump PID` (protocol: runtime/control_protocol.h, shared
 //     with the CLI).
+// Both are OwnedFds (runtime/owned_fd.h): a program that closes descriptors
+// it did not open, or gets their numbers back, loses them to nothing worse
+// than the control thread opening new ones.
 // Dump requests that wait while a dump is written share the next dump
 // (ServeRequests); every one gets its answer.
 #include <errno.h>
@@ -17,7 +20,7 @@
 #include <sched.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -34,6 +37,7 @@
 #include "runtime/cpu_log.h"
 #include "runtime/exclude.h"
 #include "runtime/jvm_launcher.h"
+#include "runtime/owned_fd.h"
 #include "runtime/runtime.h"
 #include "runtime/sampler.h"
 #include "runtime/triggers.h"
@@ -44,13 +48,14 @@ namespace {
 struct Control {
   std::mutex m;  // guards `started`
   bool started = false;
-  int wake_fd = -1;
-  int listen_fd = -1;
+  OwnedFd wake_read;     // the wake pipe's read end (its write end: g_wake)
+  OwnedFd listen;        // the control socket
+  bool listening = false;  // the socket was opened: reopen it if the program takes it
 };
 
 alignas(Control) unsigned char g_control_storage[sizeof(Control)];
 std::atomic<bool> g_control_constructed{false};
-std::atomic<int> g_wake_fd{-1};  // read by the signal handler
+OwnedFd g_wake;  // the wake pipe's write end, used by signal handlers too
 std::atomic<bool> g_signal_pending{false};
 std::atomic<uint32_t> g_control_tid{0};
 int g_dump_signal = 0;
@@ -86,6 +91,37 @@ int OpenListenSocket(uint32_t pid) {
     return -1;
   }
   return fd;
+}
+
+// A new wake pipe; the ends of the old one that are still ours are closed.
+void OpenWakePipe(Control& c) {
+  c.wake_read.Close();
+  g_wake.Close();
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  c.wake_read.Set(p[0]);
+  g_wake.Set(p[1]);
+}
+
+void OpenControlSocket(Control& c) {
+  c.listen.Set(OpenListenSocket(R().pid));
+  c.listening = c.listen.Get() >= 0;
+}
+
+// Before each poll: descriptors the program closed or took back are opened
+// anew (it said so once), so the thread neither spins on a closed one nor
+// reads or writes the program's files.
+void KeepDescriptors(Control& c) {
+  static bool said = false;
+  const bool wake_lost = c.wake_read.Get() < 0 || g_wake.Get() < 0;
+  const bool socket_lost = c.listening && c.listen.Get() < 0;
+  if (!wake_lost && !socket_lost) return;
+  if (!said) {
+    said = true;
+    Say("the program closed or reused lookback's descriptors (its control pipe or socket); opened new ones");
+  }
+  if (wake_lost) OpenWakePipe(c);
+  if (socket_lost) OpenControlSocket(c);
 }
 
 void WriteAll(int fd, const std::string& s) {
@@ -322,9 +358,11 @@ void* ControlMain(void*) {
     }
     if (release_ns != 0 && (wake_at == 0 || release_ns < wake_at)) wake_at = release_ns;
     const int timeout_ms = wake_at == 0 ? -1 : wake_at <= now ? 0 : static_cast<int>((wake_at - now + 999999) / 1000000);
-    pollfd fds[2] = {{c.wake_fd, POLLIN, 0}, {c.listen_fd, POLLIN, 0}};
+    KeepDescriptors(c);
+    const int wake_fd = c.wake_read.Get(), listen_fd = c.listen.Get();
+    pollfd fds[2] = {{wake_fd, POLLIN, 0}, {listen_fd, POLLIN, 0}};  // (poll skips a -1)
     pthread_mutex_unlock(&g_busy);
-    const int n = poll(fds, c.listen_fd >= 0 ? 2 : 1, timeout_ms);
+    const int n = poll(fds, 2, timeout_ms);
     pthread_mutex_lock(&g_busy);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -334,25 +372,23 @@ void* ControlMain(void*) {
     DumpPendingCrash();  // first: the crashing thread is waiting for it
     if (n == 0) continue;
     if (fds[0].revents & POLLIN) {
-      uint64_t v;
-      ssize_t ignored = read(c.wake_fd, &v, sizeof v);
+      char drained[64];
+      ssize_t ignored = read(wake_fd, drained, sizeof drained);
       (void)ignored;
       if (g_signal_pending.exchange(false)) Fire(ExplicitTrigger("signal " + std::string(strsignal(g_dump_signal))));
       std::lock_guard<std::mutex> lock(ControlMutex());
       ReclaimExitedRings();
       ApplyQueuedNames();  // renames lb_thread_set_name_of could not apply while we were busy
     }
-    if (c.listen_fd >= 0 && (fds[1].revents & POLLIN)) ServeRequests(c.listen_fd);
+    if (listen_fd >= 0 && (fds[1].revents & POLLIN)) ServeRequests(listen_fd);
   }
 }
 
 void OnDumpSignal(int) {
   const int saved = errno;
   g_signal_pending.store(true);
-  const int fd = g_wake_fd.load();
-  if (fd >= 0) {
-    uint64_t one = 1;
-    ssize_t ignored = write(fd, &one, sizeof one);
+  if (const int fd = g_wake.Get(); fd >= 0) {
+    ssize_t ignored = write(fd, "w", 1);
     (void)ignored;
   }
   errno = saved;
@@ -365,9 +401,8 @@ void EnsureControlThread() {
   std::lock_guard<std::mutex> lock(c.m);
   if (c.started) return;
   c.started = true;
-  if (c.wake_fd < 0) c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  g_wake_fd.store(c.wake_fd);
-  c.listen_fd = OpenListenSocket(R().pid);
+  if (c.wake_read.Get() < 0 || g_wake.Get() < 0) OpenWakePipe(c);
+  OpenControlSocket(c);
   static bool fork_handlers = false;  // once per process image: a forked child inherits them
   if (!fork_handlers) {
     fork_handlers = true;
@@ -397,12 +432,11 @@ void EnsureControlThread() {
 }
 
 void WakeControlThread() {
-  const int fd = g_wake_fd.load();
-  if (fd < 0) return;
   const int saved = errno;
-  uint64_t one = 1;
-  ssize_t ignored = write(fd, &one, sizeof one);
-  (void)ignored;
+  if (const int fd = g_wake.Get(); fd >= 0) {
+    ssize_t ignored = write(fd, "w", 1);
+    (void)ignored;
+  }
   errno = saved;
 }
 
@@ -419,8 +453,10 @@ int QueueDump(const char* reason) {
 
 uint32_t ControlThreadTid() { return g_control_tid.load(); }
 
-// The eventfd the crash handler writes; -1 until the control thread runs.
-int ControlWakeFd() { return g_control_tid.load() != 0 ? g_wake_fd.load() : -1; }
+// The pipe the crash handler writes; -1 until the control thread runs, or
+// while the program holds its number (the thread then sees the crash at its
+// next wake-up, within 10 ms).
+int ControlWakeFd() { return g_control_tid.load() != 0 ? g_wake.Get() : -1; }
 
 // /proc/self/exe is a JVM launcher: `java`, or a JDK tool such as javac
 // (runtime/jvm_launcher.h).
@@ -445,11 +481,10 @@ void InstallDumpSignal() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   sigaction(sig, &sa, nullptr);
-  // The eventfd must exist before the first signal can arrive.
+  // The pipe must exist before the first signal can arrive.
   Control& c = C();
   std::lock_guard<std::mutex> lock(c.m);
-  if (c.wake_fd < 0) c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  g_wake_fd.store(c.wake_fd);
+  if (c.wake_read.Get() < 0 || g_wake.Get() < 0) OpenWakePipe(c);
 }
 
 void ResetControlAfterFork() {
@@ -457,14 +492,13 @@ void ResetControlAfterFork() {
   // first traced thread, with a socket named after the child's pid.
   if (g_control_constructed.load()) {
     Control& old = C();
-    if (old.listen_fd >= 0) close(old.listen_fd);  // bound to the parent's name
-    if (old.wake_fd >= 0) close(old.wake_fd);      // its counter is shared with the parent
+    old.listen.Close();     // bound to the parent's name
+    old.wake_read.Close();  // the pipe is shared with the parent
   }
+  g_wake.Close();
   g_control_constructed.store(false);
   g_control_tid.store(0);
-  Control& c = C();
-  c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  g_wake_fd.store(c.wake_fd);
+  OpenWakePipe(C());
 }
 
 }  // namespace lookback::rt

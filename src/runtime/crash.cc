@@ -2,8 +2,8 @@
 // then the signal goes where it would have gone without lookback.
 //
 // The crashing thread runs async-signal-safe code only: it stores what
-// happened in atomics, writes the control thread's eventfd and waits in
-// poll() on a second eventfd (at most kCrashWaitMs). The dump itself is
+// happened in atomics, writes the control thread's wake pipe and waits in
+// poll() on a second pipe (at most kCrashWaitMs). The dump itself is
 // written by the control thread, an ordinary thread outside any signal
 // handler. If the crash left a lock the writer needs held (glibc's malloc
 // arena of the control thread, say), the wait times out and the crash goes
@@ -35,7 +35,7 @@
 #include <sys/mman.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/owned_fd.h"
 #include "runtime/runtime.h"
 #include "runtime/triggers.h"
 
@@ -95,14 +96,15 @@ std::atomic<uint32_t> g_crash_tid{0};
 std::atomic<uint64_t> g_crash_tsc{0};
 std::atomic<uint64_t> g_crash_addr{0};
 std::atomic<int> g_crash_via{0};  // the signal that then ended the process, when not the crash's own
-std::atomic<int> g_done_fd{-1};
+// The pipe the control thread writes once the crash is dumped (OwnedFds:
+// runtime/owned_fd.h). If the program closed or reused either end, waiting
+// is sleeping 100 ms at a time instead.
+OwnedFd g_done_read, g_done_write;
 
 void WaitForDump() {
-  const int fd = g_done_fd.load();
-  if (fd < 0) return;
   int left = kCrashWaitMs;
   while ((g_crash_state.load() == 1 || g_crash_state.load() == 3) && left > 0) {
-    pollfd p{fd, POLLIN, 0};
+    pollfd p{g_done_read.Get(), POLLIN, 0};  // (poll skips a -1: then it only sleeps)
     const int step = left < 100 ? left : 100;  // re-check the state: another crashing thread may be waiting too
     poll(&p, 1, step);
     left -= step;
@@ -196,10 +198,9 @@ void DumpCrash(int sig, siginfo_t* info) {
   }
   const uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
   const bool traced = R().any_traced.load(std::memory_order_relaxed);
-  const int wake = CrashWakeFd();
   // (A vfork child's crash would wake the parent's control thread to dump the
   // parent; the child's own image has no control thread.)
-  if (!traced || wake < 0 || tid == ControlThreadTid() || InSharedMemoryChild()) return;
+  if (!traced || ControlThreadTid() == 0 || tid == ControlThreadTid() || InSharedMemoryChild()) return;
   int expected = 0;
   if (g_crash_state.compare_exchange_strong(expected, 3)) {
     g_crash_signal.store(sig);
@@ -209,9 +210,10 @@ void DumpCrash(int sig, siginfo_t* info) {
     g_crash_via.store(via);
     g_crash_state.store(1);  // described: the control thread may dump it
     lb_tls_ring = nullptr;  // the chained handler's calls would land after the snapshot anyway
-    uint64_t one = 1;
-    ssize_t ignored = write(wake, &one, sizeof one);
-    (void)ignored;
+    if (const int wake = CrashWakeFd(); wake >= 0) {  // else the control thread sees it within 10 ms
+      ssize_t ignored = write(wake, "c", 1);
+      (void)ignored;
+    }
   }
   // Every crashing thread waits: the first one's dump must not be cut short
   // by a second thread's default action killing the process.
@@ -253,7 +255,11 @@ void OnCrash(int sig, siginfo_t* info, void* context) {
 }  // namespace
 
 void InstallCrashHandlers(bool adopt) {
-  g_done_fd.store(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  int done[2];
+  if (pipe2(done, O_CLOEXEC | O_NONBLOCK) == 0) {
+    g_done_read.Set(done[0]);
+    g_done_write.Set(done[1]);
+  }
   InstallAltStack();  // the initialising thread; others in ThreadInit
   struct sigaction sa{};
   sa.sa_sigaction = OnCrash;
@@ -431,10 +437,8 @@ bool CrashPending(Trigger* t) {
 
 void CrashDumpDone() {
   g_crash_state.store(2);
-  const int fd = g_done_fd.load();
-  if (fd >= 0) {
-    uint64_t one = 1;
-    ssize_t ignored = write(fd, &one, sizeof one);
+  if (const int fd = g_done_write.Get(); fd >= 0) {
+    ssize_t ignored = write(fd, "d", 1);
     (void)ignored;
   }
 }

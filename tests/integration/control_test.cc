@@ -381,3 +381,88 @@ TEST(DumpOnDemand, LimitedDumpMemoryCopiesInBatchesAndKeepsEveryThread) {
 
 }  // namespace
 }  // namespace lookback::testing
+
+namespace lookback::testing {
+namespace {
+
+// `lookback record -- closes-fds LOG [crash]` in dir, stdout read by the test.
+struct ClosesFds {
+  pid_t record = -1;
+  FILE* out = nullptr;
+  int pid = 0;
+};
+
+ClosesFds StartClosesFds(const std::string& dir, bool crash) {
+  ClosesFds c;
+  Background bg = StartReadingStdout({Cli(), "record", "-q", "--dir", dir + "/dumps", "--", Program("closes-fds"),
+                                      dir + "/log.txt", crash ? "crash" : "serve"});
+  c.record = bg.pid;
+  c.out = bg.out;
+  if (c.out == nullptr || fscanf(c.out, "ready %d", &c.pid) != 1) c.pid = 0;
+  return c;
+}
+
+// A daemon that closes every descriptor it did not open and reopens its log
+// on the number lookback's control pipe had: its log gets nothing but its own
+// lines (lookback wrote 8 bytes into it at every thread exit), lookback's
+// control thread does not spin on the closed numbers (it was at 100 % CPU),
+// and `lookback dump PID` works again (the socket was gone).
+TEST(Descriptors, AProgramThatClosesLookbacksDescriptorsKeepsItsFilesAndDumpsStillWork) {
+  const std::string dir = FreshDir("closes-fds");
+  ClosesFds c = StartClosesFds(dir, false);
+  ASSERT_GT(c.pid, 0);
+  // The control thread opens a new socket at its next wake-up (every 10 ms).
+  RunResult r;
+  for (int i = 0; i < 100; i++) {
+    r = RunProgram({Cli(), "dump", std::to_string(c.pid), "--reason", "after the close"});
+    if (r.exit_code == 0) break;
+    usleep(20000);
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const format::Dump d = MustOpen(r.out.substr(0, r.out.find('\n')));
+  EXPECT_EQ(d.process.reason, "after the close");
+  usleep(300000);  // threads come and go meanwhile
+  std::ofstream(dir + "/log.txt.stop") << "stop";
+  char line[256] = {};
+  long control_ms = -1, wall_ms = -1;
+  while (fgets(line, sizeof line, c.out) != nullptr) {
+    if (sscanf(line, "control-cpu-ms %ld wall-ms %ld", &control_ms, &wall_ms) == 2) break;
+  }
+  int status = 0;
+  waitpid(c.record, &status, 0);
+  fclose(c.out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_GT(wall_ms, 0);
+  ASSERT_GE(control_ms, 0) << "no thread named lookback";
+  EXPECT_LT(control_ms * 10, wall_ms) << "the control thread used " << control_ms << " ms of CPU in " << wall_ms
+                                      << " ms";
+  std::ifstream log(dir + "/log.txt", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  std::istringstream lines(text);
+  int n = 0;
+  for (std::string l; std::getline(lines, l); n++) {
+    ASSERT_EQ(l, "line " + std::to_string(n)) << "the log holds bytes the program did not write";
+  }
+  EXPECT_GE(n, 10);
+}
+
+// A crash after the program closed lookback's descriptors is still dumped
+// (the crash handler waited on a closed descriptor: a dump or none by timing).
+TEST(Descriptors, ACrashAfterTheProgramClosedLookbacksDescriptorsIsDumped) {
+  const std::string dir = FreshDir("closes-fds-crash");
+  ClosesFds c = StartClosesFds(dir, true);
+  ASSERT_GT(c.pid, 0);
+  int status = 0;
+  waitpid(c.record, &status, 0);
+  fclose(c.out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGSEGV) << status;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u);
+  const format::Dump d = MustOpen(dumps[0]);
+  ASSERT_TRUE(d.trigger.has_value());
+  EXPECT_EQ(d.trigger->detector, "crash");
+}
+
+}  // namespace
+}  // namespace lookback::testing

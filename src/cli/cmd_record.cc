@@ -93,6 +93,11 @@ std::vector<JvmEvent> ReadJvmEvents(const std::string& path) {
     long pid = 0;
     if (sscanf(line, "%31s %ld %4199[^\n]", kind, &pid, program) != 3) continue;
     if (strcmp(kind, "jvm-started") == 0) out.push_back({true, pid, program});
+    if (strcmp(kind, "traced") == 0) {  // any traced process; a JVM said jvm-started before
+      bool known = false;
+      for (const JvmEvent& j : out) known = known || j.pid == pid;
+      if (!known) out.push_back({true, pid, program, false, false, false});
+    }
     if (strcmp(kind, "jvm-untraced") == 0) out.push_back({false, pid, program});
     const bool unselected = strcmp(kind, "unselected") == 0;
     if (unselected || strcmp(kind, "jvm-empty") == 0) {
@@ -118,8 +123,15 @@ bool IsDumpOf(const std::string& name, long pid) {
 }
 
 pid_t g_child = 0;
-void Forward(int sig) {
-  if (g_child > 0) kill(g_child, sig);
+// A signal sent to lookback goes on to the program, but one the terminal sent
+// (Ctrl-C, Ctrl-\, a hang-up: si_code SI_KERNEL) reached the program already
+// when it is in lookback's process group, the terminal's foreground group: a
+// second copy would make a program that exits at its second Ctrl-C do so at
+// the first.
+void Forward(int sig, siginfo_t* info, void*) {
+  if (g_child <= 0) return;
+  const bool from_a_process = info == nullptr || info->si_code <= 0;  // kill(), sigqueue(), tgkill()
+  if (from_a_process || getpgid(g_child) != getpgrp()) kill(g_child, sig);
 }
 
 Outcome Run(const RecordOptions& o) {
@@ -198,7 +210,11 @@ Outcome Run(const RecordOptions& o) {
     _exit(127);
   }
   // Ctrl-C and friends go to the program; we wait for it to finish its dump.
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(s, Forward);
+  struct sigaction forward{};
+  forward.sa_sigaction = Forward;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(s, &forward, nullptr);
   int status = 0;
   while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
   }
@@ -241,8 +257,18 @@ Outcome Run(const RecordOptions& o) {
                 "threads? docs/jvm.md)\n",
                 j.pid, j.program.c_str());
       } else if (!dumped && !o.no_exit_dump) {
-        fprintf(stderr, "lookback: the JVM with pid %ld (%s) was traced but wrote no dump (it was killed, or crashed "
-                        "before lookback could write one)\n", j.pid, j.program.c_str());
+        // What ended it, when it is the program record started; else the
+        // usual causes (the runtime said on stderr why it could not write).
+        std::string why = "it was killed, or ended without exiting normally, or its dump could not be written "
+                          "(lookback said why above)";
+        if (j.pid == g_child && WIFSIGNALED(status)) {
+          why = std::string("it was ended by signal ") + strsignal(WTERMSIG(status)) +
+                " (an exit dump is written at a normal exit; crashes are dumped)";
+        } else if (j.pid == g_child && WIFEXITED(status)) {
+          why = "its dump could not be written (lookback said why above), or it ended with _exit()";
+        }
+        fprintf(stderr, "lookback: %s with pid %ld (%s) was traced but wrote no dump: %s\n",
+                j.jvm ? "the JVM" : "the program", j.pid, j.program.c_str(), why.c_str());
       }
     }
     if (written.empty() && jvms.empty())

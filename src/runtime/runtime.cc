@@ -240,6 +240,8 @@ bool Register(Runtime& rt, Ring* r) {
   return false;
 }
 
+void NoteTracedForRecord();
+
 // Sets up the calling thread. lb_tls_ring is nullptr throughout, so trace
 // points reached from here (an instrumented malloc, say) record nothing.
 Ring* ThreadInit() {
@@ -294,6 +296,7 @@ Ring* ThreadInit() {
   rt.any_traced.store(true, std::memory_order_relaxed);
   tls_status = kStatusTracing;
   tls_own_ring = r;
+  NoteTracedForRecord();
   EnsureControlThread();
   lb_tls_ring = r;
   return r;
@@ -377,6 +380,32 @@ void DumpAtProcessEnd(const char* reason) {
   }
 }
 
+// One line "KIND PID EXE" in record's events file (NoteAtExit says which).
+void NoteForRecord(const char* events, const char* kind) {
+  char exe[4096] = "?";
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 1] = '\0';
+  const int fd = open(events, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  char text[4200];
+  const int len = snprintf(text, sizeof text, "%s %d %s\n", kind, static_cast<int>(getpid()), exe);
+  if (len > 0 && write(fd, text, std::min<size_t>(static_cast<size_t>(len), sizeof text - 1)) < 0) {
+    // nothing to do: record then only misses the explanation
+  }
+  close(fd);
+}
+
+// The first traced thread of this process image (and of each forked child):
+// record then knows that a process without a dump was traced, and blames what
+// ended it rather than the compiler flags.
+void NoteTracedForRecord() {
+  static std::atomic<int> noted_pid{0};
+  const int pid = static_cast<int>(getpid());
+  if (noted_pid.exchange(pid, std::memory_order_relaxed) == pid || InSharedMemoryChild()) return;
+  const char* events = getenv("LOOKBACK_RECORD_EVENTS");
+  if (events != nullptr && events[0] != '\0') NoteForRecord(events, "traced");
+}
+
 // Under `lookback record` (LOOKBACK_RECORD_EVENTS names a file it reads when
 // the command has ended), a JVM says at exit what record cannot see for
 // itself, so that it can tell the user which JVM went untraced and why,
@@ -387,7 +416,9 @@ void DumpAtProcessEnd(const char* reason) {
 //                 no thread), so it writes no exit dump;
 //   unselected    any process, instrumented (its threads reached the
 //                 runtime) but none selected by --threads: no exit dump, and
-//                 the compiler flags are not to blame.
+//                 the compiler flags are not to blame;
+//   traced        (NoteTracedForRecord, at its first traced thread) any
+//                 process: a missing dump is not the compiler flags' fault.
 // A JVM is a process that mapped libjvm.so; the agent is liblookback-jvm.so.
 void NoteAtExit() {
   const char* events = getenv("LOOKBACK_RECORD_EVENTS");
@@ -411,18 +442,7 @@ void NoteAtExit() {
   } else if (jvm && nothing_recorded) {
     kind = "jvm-empty";
   }
-  if (kind == nullptr) return;
-  char exe[4096] = "?";
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 1] = '\0';
-  const int fd = open(events, O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) return;
-  char text[4200];
-  const int len = snprintf(text, sizeof text, "%s %d %s\n", kind, static_cast<int>(getpid()), exe);
-  if (len > 0 && write(fd, text, std::min<size_t>(static_cast<size_t>(len), sizeof text - 1)) < 0) {
-    // nothing to do: record then only misses the explanation
-  }
-  close(fd);
+  if (kind != nullptr) NoteForRecord(events, kind);
 }
 
 void AtExit() {

@@ -1,12 +1,18 @@
 // Process life on real programs: short-lived threads, fork, exceptions,
 // longjmp, signals, long calls, thread selection, bad configuration, and
 // dump directories that cannot be written.
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -334,6 +340,47 @@ TEST(Process, SignalHandlersThatRunTracedCodeAreRecorded) {
   EXPECT_GT(Count(frames, "mid_work"), 1000);
 }
 
+// Ctrl-C at a terminal reaches a program under `lookback record` once, as it
+// does without lookback: the terminal sends SIGINT to its foreground process
+// group, which the program shares with lookback, and lookback passed its copy
+// on too, so a program that forces its exit at a second Ctrl-C did so at the
+// first. (A signal sent to lookback itself by another process still goes on.)
+TEST(Process, CtrlCAtATerminalReachesTheProgramOnce) {
+  const std::string dir = FreshDir("ctrl-c");
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(Cli().c_str(), "lookback", "record", "-q", "--dir", dir.c_str(), "--", Program("sigint-twice").c_str(),
+          (char*)nullptr);
+    _exit(127);
+  }
+  std::string out;
+  auto read_until = [&](const std::string& want) {
+    for (int waited = 0; out.find(want) == std::string::npos && waited < 20000;) {
+      pollfd p{master, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) {
+        waited += 100;
+        continue;
+      }
+      char buf[256];
+      const ssize_t n = read(master, buf, sizeof buf);
+      if (n <= 0) return;  // EIO: the terminal's last reader is gone
+      out.append(buf, static_cast<size_t>(n));
+    }
+  };
+  read_until("ready");
+  ASSERT_NE(out.find("ready"), std::string::npos) << out;
+  ASSERT_EQ(write(master, "\x03", 1), 1);  // the terminal's VINTR: SIGINT to the foreground group
+  read_until("clean exit");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(master);
+  EXPECT_NE(out.find("graceful shutdown"), std::string::npos) << out;
+  EXPECT_NE(out.find("clean exit"), std::string::npos) << out;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << "\n" << out;
+}
+
 TEST(Time, ACallLongerThanTheTruncationPeriodKeepsItsDuration) {
   // 1.8 s: more than four 2^30-tick periods and more than Hubble's 2^32 ticks.
   Outcome o = Record("long-call", {Program("lifecycle-gcc"), "sleep", "1800"});
@@ -395,6 +442,28 @@ TEST(DumpDir, UnwritableDirectoryGivesOneClearErrorAndTheProgramRunsOn) {
     ++n;
   EXPECT_EQ(n, 1u) << r.err;
   EXPECT_EQ(ListFiles(dir), std::vector<std::string>{"not-a-dir"});
+  // record names the program as traced instead of blaming its compiler flags.
+  EXPECT_NE(r.err.find("was traced but wrote no dump: its dump could not be written"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("-finstrument-functions"), std::string::npos) << r.err;
+}
+
+// A traced program killed before its exit dump: record says by what, not
+// that the program may lack -finstrument-functions.
+TEST(DumpDir, AProgramKilledBeforeItsExitDumpIsNamedAsTraced) {
+  const std::string dir = FreshDir("killed-no-dump");
+  Background bg = StartReadingStdout({"/bin/sh", "-c", "exec " + Cli() + " record --dir " + dir + " -- " +
+                                                      Program("lifecycle-gcc") + " wait 30 2>" + dir + "/err.txt"});
+  ASSERT_NE(bg.out, nullptr);
+  int pid = 0;
+  ASSERT_EQ(fscanf(bg.out, "ready %d", &pid), 1);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(bg.pid, &status, 0);
+  fclose(bg.out);
+  std::ifstream in(dir + "/err.txt");
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("was traced but wrote no dump: it was ended by signal Killed"), std::string::npos) << err;
+  EXPECT_EQ(err.find("-finstrument-functions"), std::string::npos) << err;
 }
 
 TEST(DumpDir, AFullDiskLeavesNoPartialFile) {

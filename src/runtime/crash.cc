@@ -85,6 +85,15 @@ __thread int t_in_program_handler __attribute__((tls_model("initial-exec"))) = 0
 // (HotSpot's, after writing hs_err) raises SIGABRT, but the crash is the
 // signal whose handler was running, and the dump says so.
 __thread uint64_t t_program_handler_addr __attribute__((tls_model("initial-exec"))) = 0;
+__thread int t_program_handler_sender __attribute__((tls_model("initial-exec"))) = 0;
+
+// A signal a process sent (kill, tgkill: abort() and raise() send it to
+// themselves) has no fault address: si_addr then overlays si_pid.
+bool SentByAProcess(const siginfo_t* info) { return info != nullptr && info->si_code <= 0; }
+uint64_t FaultAddress(const siginfo_t* info) {
+  return info == nullptr || SentByAProcess(info) ? 0 : reinterpret_cast<uint64_t>(info->si_addr);
+}
+int Sender(const siginfo_t* info) { return SentByAProcess(info) ? static_cast<int>(info->si_pid) : 0; }
 // 0 none, 3 claimed by a crashing thread (its fields being stored), 1
 // waiting for the control thread (fields stored), 2 dumped. The fields are
 // stored between the claim and 1, so the control thread, which acts on 1
@@ -95,6 +104,7 @@ std::atomic<int> g_crash_signal{0};
 std::atomic<uint32_t> g_crash_tid{0};
 std::atomic<uint64_t> g_crash_tsc{0};
 std::atomic<uint64_t> g_crash_addr{0};
+std::atomic<int> g_crash_sender{0};  // a signal a process sent (abort(), kill): its pid; else 0 and g_crash_addr
 std::atomic<int> g_crash_via{0};  // the signal that then ended the process, when not the crash's own
 // The pipe the control thread writes once the crash is dumped (OwnedFds:
 // runtime/owned_fd.h). If the program closed or reused either end, waiting
@@ -171,8 +181,10 @@ bool RunProgramHandler(int sig, siginfo_t* info, void* context) {
   pthread_sigmask(SIG_BLOCK, &mask, &old);
   const int outer = t_in_program_handler;
   const uint64_t outer_addr = t_program_handler_addr;
+  const int outer_sender = t_program_handler_sender;
   t_in_program_handler = sig;
-  t_program_handler_addr = info ? reinterpret_cast<uint64_t>(info->si_addr) : 0;
+  t_program_handler_addr = FaultAddress(info);
+  t_program_handler_sender = Sender(info);
   if (prog.sa_flags & SA_SIGINFO) {
     prog.sa_sigaction(sig, info, context);
   } else {
@@ -180,6 +192,7 @@ bool RunProgramHandler(int sig, siginfo_t* info, void* context) {
   }
   t_in_program_handler = outer;
   t_program_handler_addr = outer_addr;
+  t_program_handler_sender = outer_sender;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return true;
 }
@@ -190,11 +203,13 @@ bool RunProgramHandler(int sig, siginfo_t* info, void* context) {
 // other signal, at its address; `sig` is what ended the process.
 void DumpCrash(int sig, siginfo_t* info) {
   int via = 0;
-  uint64_t addr = info ? reinterpret_cast<uint64_t>(info->si_addr) : 0;
+  uint64_t addr = FaultAddress(info);
+  int sender = Sender(info);
   if (t_in_program_handler != 0) {
     if (t_in_program_handler != sig) via = sig;
     sig = t_in_program_handler;
     addr = t_program_handler_addr;
+    sender = t_program_handler_sender;
   }
   const uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
   const bool traced = R().any_traced.load(std::memory_order_relaxed);
@@ -207,6 +222,7 @@ void DumpCrash(int sig, siginfo_t* info) {
     g_crash_tid.store(tid);
     g_crash_tsc.store(__rdtsc());
     g_crash_addr.store(addr);
+    g_crash_sender.store(sender);
     g_crash_via.store(via);
     g_crash_state.store(1);  // described: the control thread may dump it
     lb_tls_ring = nullptr;  // the chained handler's calls would land after the snapshot anyway
@@ -422,9 +438,17 @@ bool CrashPending(Trigger* t) {
   const int sig = g_crash_signal.load();
   char subject[160];
   const int via = g_crash_via.load();
-  snprintf(subject, sizeof subject, "%s at address 0x%llx%s%s%s", strsignal(sig),
-           static_cast<unsigned long long>(g_crash_addr.load()), via ? " (the program's handler then raised " : "",
-           via ? strsignal(via) : "", via ? ")" : "");
+  char where[64];
+  const int sender = g_crash_sender.load();
+  if (sender == 0) {
+    snprintf(where, sizeof where, "at address 0x%llx", static_cast<unsigned long long>(g_crash_addr.load()));
+  } else if (sender == static_cast<int>(getpid())) {
+    snprintf(where, sizeof where, "raised by the program itself");  // abort(), raise()
+  } else {
+    snprintf(where, sizeof where, "sent by process %d", sender);
+  }
+  snprintf(subject, sizeof subject, "%s %s%s%s%s", strsignal(sig), where,
+           via ? " (the program's handler then raised " : "", via ? strsignal(via) : "", via ? ")" : "");
   *t = ExplicitTrigger(subject);
   t->kind = Detector::kCrash;
   t->detector = kDetectorNames[static_cast<size_t>(Detector::kCrash)];

@@ -1230,6 +1230,12 @@ TEST(JvmInlined, AgentOptionOnTheAgentpathLine) {
                                     "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Inlined", "1"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("inlined must be skip or probe"), std::string::npos) << bad.err;
+  // A misspelt key is named (it changed nothing before, silently); the program runs.
+  const RunResult typo = RunProgram({LOOKBACK_TEST_JAVA, "-agentpath:" + agent + "=modee=listener,dir=" + dir,
+                                     "-cp", LOOKBACK_TEST_JAVA_CLASSES, "Inlined", "1"});
+  EXPECT_EQ(typo.exit_code, 0) << typo.err;
+  EXPECT_NE(typo.err.find("unknown option 'modee', ignored"), std::string::npos) << typo.err;
+  EXPECT_EQ(r.err.find("unknown option"), std::string::npos) << r.err;
 }
 
 // The fast clock: LookbackProbe writes the untimed records between readings

@@ -115,6 +115,7 @@ struct Options {
   std::string shed_memory;
   std::vector<std::pair<std::string, std::string>> runtime;  // LOOKBACK_<KEY>, value
   std::string error;
+  std::vector<std::string> unknown;  // keys that are neither agent options nor runtime settings
 };
 
 // Never destroyed (as every global the agent's callbacks use): JVMTI
@@ -178,6 +179,16 @@ std::atomic<bool> g_rename_hook_only{false};
 std::atomic<uint32_t> g_next_id{1};
 
 // "a=b,c=d": agent options. Lists inside a value use ';' (',' separates options).
+// A runtime setting (docs/triggers.md), or a variable one of lookback's
+// launchers passes on: any other key is a typo (modee=, includes=) that would
+// otherwise change nothing without a word.
+bool KnownSetting(const std::string& var) {
+  for (const char* const* v = rt::kConfigVariables; *v != nullptr; ++v) {
+    if (var == *v) return true;
+  }
+  return var.rfind("LOOKBACK_JVM_", 0) == 0 || var == "LOOKBACK_RECORD_EVENTS" || var == "LOOKBACK_CLI";
+}
+
 Options ParseOptions(const char* text) {
   Options o;
   std::string s = text ? text : "";
@@ -237,6 +248,7 @@ Options ParseOptions(const char* text) {
       for (char& c : value) {
         if (c == ';') c = ',';
       }
+      if (!KnownSetting(var)) o.unknown.push_back(key);
       o.runtime.emplace_back(var, value);
     }
     if (comma == s.size()) break;
@@ -1379,6 +1391,10 @@ jint Start(JavaVM* vm, char* options, bool live) {
   if (!g_options.error.empty()) {
     Say("bad option: " + g_options.error);
     return live ? kAttachBadOptions : JNI_ERR;  // at start: "agent library failed to init", as a wrong flag
+  }
+  for (const std::string& key : g_options.unknown) {
+    Say("unknown option '" + key + "', ignored: neither an agent option (mode, inlined, startup, writes, cache, "
+        "shed_memory, include, exclude) nor a runtime setting (docs/jvm.md, docs/triggers.md)");
   }
   g_live = live;
   if (g_options.mode == Mode::kInline) {

@@ -385,6 +385,38 @@ TEST(JvmRewriter, ShedMethodsKeepTheirOriginalCodeAndGetNoId) {
   EXPECT_GT(shed_total, 0u);
 }
 
+// A constant pool near its 65,535 entries: a method is traced, or skipped as
+// too large with "constant pool full"; never called malformed (when a stack
+// map frame's Throwable constant found no room, it was).
+TEST(JvmRewriter, AFullConstantPoolIsSaidSoAndNeverCalledMalformed) {
+  constexpr size_t kMostFree = 16;  // the probes need a few entries, the frames' Throwable two more
+  size_t full = 0, classes = 0;
+  for (const auto& p : CorpusFiles()) {
+    const auto bytes = ReadBytes(p);
+    auto parsed = ClassFile::Parse(bytes);
+    if (!parsed.ok()) continue;
+    if (RewriteClass(bytes.data(), bytes.size(), CountingRequest()).traced.empty()) continue;
+    if (++classes > 2) break;  // (each padded class costs 17 rewrites of 64 Ki constants)
+    ClassFile base = parsed.value();
+    size_t pad = 0;
+    while (base.cp.count() + kMostFree < 65535) base.cp.AddUtf8("lookback-padding-" + std::to_string(pad++));
+    for (size_t free = kMostFree;; --free) {
+      ClassFile cf = base;
+      for (size_t i = free; i < kMostFree; ++i) cf.cp.AddUtf8("lookback-padding-" + std::to_string(pad + i));
+      ASSERT_EQ(cf.cp.count() + free, 65535u);
+      const auto padded = cf.Write();
+      const auto r = RewriteClass(padded.data(), padded.size(), CountingRequest());
+      for (const auto& m : r.skipped) {
+        EXPECT_NE(m.reason, SkipReason::kMalformed) << p << ", " << free << " entries free: " << m.name << m.descriptor
+                                                    << ": " << m.detail;
+        full += m.reason == SkipReason::kTooLarge && m.detail == "constant pool full";
+      }
+      if (free == 0) break;
+    }
+  }
+  EXPECT_GT(full, 0u);
+}
+
 TEST(JvmRewriter, IdsAboveTheSipushRangeComeFromIntegerConstants) {
   auto bytes = ReadBytes(CorpusFiles().front());
   auto r = RewriteClass(bytes.data(), bytes.size(), CountingRequest(100000));

@@ -651,14 +651,19 @@ std::optional<MethodOutcome> MethodRewriter::Write(const std::vector<Frame>& fra
   if (pre_super_)
     nc.exceptions.push_back({static_cast<uint16_t>(start_[0]), static_cast<uint16_t>(at_[cover_from_ - 1]),
                              static_cast<uint16_t>(pre_super_handler), 0});
+  // A frame may need a class constant (the probes' handler catches
+  // Throwable): one the pool has no room for is a full pool, not a malformed class.
+  auto smt_failed = [&](const Error& err) {
+    const bool full = cf_.cp.count() + 2 > 65535;  // a Class needs its Utf8 too
+    return Skip(full ? SkipReason::kTooLarge : SkipReason::kMalformed, full ? "constant pool full" : err.ToString());
+  };
   bool wrote_smt = false;
   for (const auto& a : code_.attributes) {
     auto name = cf_.AttributeName(a);
     Attribute na = a;
     if (name == "StackMapTable") {
       na.info.clear();
-      if (auto err = EncodeStackMapTable(frames, initial_locals_, cf_.cp, na.info))
-        return Skip(SkipReason::kMalformed, err->ToString());
+      if (auto err = EncodeStackMapTable(frames, initial_locals_, cf_.cp, na.info)) return smt_failed(*err);
       wrote_smt = true;
     } else if (name == "LineNumberTable" || name == "LocalVariableTable" || name == "LocalVariableTypeTable") {
       if (auto err = RemapRanges(na, name != "LineNumberTable")) return Skip(SkipReason::kMalformed, *err);
@@ -673,8 +678,7 @@ std::optional<MethodOutcome> MethodRewriter::Write(const std::vector<Frame>& fra
     Attribute na;
     na.name_index = cf_.cp.AddUtf8("StackMapTable");
     if (!na.name_index) return Skip(SkipReason::kTooLarge, "constant pool full");
-    if (auto err = EncodeStackMapTable(frames, initial_locals_, cf_.cp, na.info))
-      return Skip(SkipReason::kMalformed, err->ToString());
+    if (auto err = EncodeStackMapTable(frames, initial_locals_, cf_.cp, na.info)) return smt_failed(*err);
     nc.attributes.push_back(std::move(na));
   }
   // Offsets of the pushes inside the Code attribute's info: after max_stack,

@@ -179,6 +179,30 @@ TEST(RuntimeExclude, ReachesALibraryLoadedAfterStart) {
   EXPECT_EQ(ev.out.find("plugin_work", marker), std::string::npos) << "plugin_work recorded after the re-resolution";
 }
 
+// A library the program dlcloses before its dump is named in the dump's
+// notes: its calls print as addresses now (the dump lists the modules loaded
+// when it is written), and a reader must know which names to doubt.
+TEST(Modules, ALibraryUnloadedBeforeTheDumpIsNamedInItsNotes) {
+  const std::string prog = Program("dlopen-exclude");
+  struct stat st;
+  if (stat(prog.c_str(), &st) != 0) GTEST_SKIP() << prog << " not built (compiler missing)";
+  const std::string dir = FreshDir("modules-unloaded");
+  RunResult r = RunProgram({Cli(), "record", "--dir", dir + "/dumps", "--", prog, Program("libdlopen_plugin.so"), "0",
+                            "close"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dumps = Dumps(dir + "/dumps");
+  ASSERT_EQ(dumps.size(), 1u) << r.err;
+  const RunResult info = RunProgram({Cli(), "info", dumps[0]});
+  EXPECT_NE(info.out.find("1 module(s) unloaded (dlclose) before this dump: "), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("libdlopen_plugin.so"), std::string::npos) << info.out;
+  // Kept open, it is not named.
+  const std::string kept = FreshDir("modules-kept");
+  r = RunProgram({Cli(), "record", "--dir", kept, "--", prog, Program("libdlopen_plugin.so"), "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(Dumps(kept).size(), 1u);
+  EXPECT_EQ(RunProgram({Cli(), "info", Dumps(kept)[0]}).out.find("unloaded"), std::string::npos);
+}
+
 TEST(RingWrap, KeepsExactlyTheNewestRecords) {
   const std::string prog = Program("roundtrip-gcc-O2");
   const std::string dir = FreshDir("ring-wrap");

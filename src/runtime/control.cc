@@ -372,7 +372,7 @@ void* ControlMain(void*) {
     DumpPendingCrash();  // first: the crashing thread is waiting for it
     if (n == 0) continue;
     if (fds[0].revents & POLLIN) {
-      char drained[64];
+      char drained[512];  // a byte per wake-up: thread exits, dump signals, crashes
       ssize_t ignored = read(wake_fd, drained, sizeof drained);
       (void)ignored;
       if (g_signal_pending.exchange(false)) Fire(ExplicitTrigger("signal " + std::string(strsignal(g_dump_signal))));

@@ -178,7 +178,6 @@ bool g_live = false;
 std::atomic<bool> g_rename_hook_only{false};
 std::atomic<uint32_t> g_next_id{1};
 
-// "a=b,c=d": agent options. Lists inside a value use ';' (',' separates options).
 // A runtime setting (docs/triggers.md), or a variable one of lookback's
 // launchers passes on: any other key is a typo (modee=, includes=) that would
 // otherwise change nothing without a word.
@@ -189,6 +188,7 @@ bool KnownSetting(const std::string& var) {
   return var.rfind("LOOKBACK_JVM_", 0) == 0 || var == "LOOKBACK_RECORD_EVENTS" || var == "LOOKBACK_CLI";
 }
 
+// "a=b,c=d": agent options. Lists inside a value use ';' (',' separates options).
 Options ParseOptions(const char* text) {
   Options o;
   std::string s = text ? text : "";

@@ -77,7 +77,7 @@ std::string PrettyMethod(std::string_view internal_class, std::string_view name,
     std::string r;
     AppendClassName(&r, internal_class);
     r.append(".").append(name).append(descriptor);
-    return r;
+    return HasModifiedUtf8(r) ? Utf8FromModified(r) : r;
   };
   std::string_view d = descriptor;
   if (d.empty() || d.front() != '(') return raw();
